@@ -1,0 +1,1 @@
+"""autograder: the hidden suites and the sandboxed grading engine."""
