@@ -1,0 +1,1 @@
+"""The kit's extensions to nbgrader, plugged in through its traitlets configuration."""
