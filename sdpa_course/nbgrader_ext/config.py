@@ -12,6 +12,17 @@ NOTEBOOK = "attention"
 
 def configure_release(c) -> None:
     """Settings for building the student release (generate_assignment)."""
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
+
+    from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
+
+    # nbgrader's own pipeline, in its own order, with stubs that name their exercise in place
+    # of the stock ClearSolutions (same slot: after LockCells, before the checksums).
+    preprocessors = GenerateAssignment.class_traits()["preprocessors"].default()
+    c.GenerateAssignment.preprocessors = [
+        ExerciseClearSolutions if step is ClearSolutions else step for step in preprocessors
+    ]
 
 
 def configure_grading(c) -> None:

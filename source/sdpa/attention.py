@@ -1,0 +1,634 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Scaled dot-product attention
+#
+# Attention is the operation at the heart of the Transformer (Vaswani et al., 2017). Earlier
+# encoder-decoder models (Bahdanau attention) already built a context vector as a weighted sum
+# of encoder states; the Transformer turns this into one general operation, *scaled dot-product
+# attention*, that any sequence can also apply to itself.
+#
+# In this notebook you will
+#
+# 1. compute attention by hand for one query and two keys (**Exercise 1**, 3 points),
+# 2. see why the scores are divided by $\sqrt{d_k}$, in numbers and in gradients
+#    (**Exercise 2**, 6 points + 2 points for a written answer),
+# 3. implement attention with a causal mask and look at the weights it produces
+#    (**Exercise 3**, 11 points).
+#
+# **How this notebook works.** Write your answers in the cells that say `YOUR CODE HERE` or
+# `YOUR ANSWER HERE`. After each part there is a *self-check* cell: run it for a quick,
+# friendly first look at your answer. The self-checks are deliberately incomplete: more tests
+# run when your work is graded. *Run All* works at any time; parts you have not done yet are
+# reported as "not answered yet" or "not written yet".
+#
+# You only need numpy (and matplotlib for one picture).
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def _report(exercise, problems):
+    """Print a self-check's findings; a clean self-check is never the whole story."""
+    if problems:
+        print(f"{exercise} self-check: something to look at.")
+        for problem in problems:
+            print("  -", problem)
+    else:
+        print(f"{exercise} self-check: these quick checks pass. "
+              "More tests run when your work is graded.")
+
+# %% [markdown]
+# ## 1. Attention as a soft lookup table
+#
+# Think of a dictionary: a table of *keys*, each with a *value*, and a *query* to look up. A
+# dictionary returns the value of the one key that equals the query. Attention is a soft
+# version of that lookup: it compares the query with **every** key, turns the match scores
+# into weights that are positive and sum to one, and returns the **weighted sum of all the
+# values**. Keys that match the query well contribute most of the answer.
+#
+# With $n$ queries, $m$ keys and $m$ values stacked as matrices,
+#
+# $$Q \in \mathbb{R}^{n \times d_k}, \qquad K \in \mathbb{R}^{m \times d_k}, \qquad
+#   V \in \mathbb{R}^{m \times d_v},$$
+#
+# attention takes four steps:
+#
+# 1. **Scores.** $S = Q K^\top \in \mathbb{R}^{n \times m}$: one dot product per
+#    (query, key) pair, row $i$ for query $i$, column $j$ for key $j$.
+# 2. **Scale.** Divide by $\sqrt{d_k}$ (section 2 explains why).
+# 3. **Normalise.** Apply the softmax to each row, over the keys:
+#    $A = \mathrm{softmax}\!\left(S / \sqrt{d_k}\right)$, so that every row of
+#    $A \in \mathbb{R}^{n \times m}$ sums to 1.
+# 4. **Mix.** Return $A V \in \mathbb{R}^{n \times d_v}$: each query receives its own
+#    weighted average of the value vectors.
+#
+# $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
+#
+# Keys and queries must share the dimension $d_k$ (they are compared by a dot product), but the
+# values may have another dimension $d_v$, and the number of queries $n$ need not equal the
+# number of keys $m$.
+
+# %% [markdown]
+# ---
+# ## Exercise 1: attention by hand (3 points)
+#
+# One query $q = (1, 0)$ attends to two keys $k_1 = (1, 0)$ and $k_2 = (0, 1)$, whose values
+# are $v_1 = (1, 0)$ and $v_2 = (0, 1)$. The head dimension is $d_k = 2$.
+#
+# With pen and paper (or a calculator), compute
+#
+# * `ex1_scores`: the two scaled scores $q \cdot k_i / \sqrt{d_k}$,
+# * `ex1_weights`: the softmax of those two scores,
+# * `ex1_output`: the output vector $w_1 v_1 + w_2 v_2$.
+#
+# Write **numbers**, not code: each answer is a pair such as `(0.25, 0.75)`. Three decimals
+# are enough.
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+ex1_scores = (0.7071, 0.0)
+ex1_weights = (0.6698, 0.3302)
+ex1_output = (0.6698, 0.3302)
+### END SOLUTION
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 1: checks that your three answers fit together, not the final numbers.
+def _ex1_problems():
+    answers = {}
+    for name in ("ex1_scores", "ex1_weights", "ex1_output"):
+        if name not in globals():
+            return [f"{name} is not defined: run the answer cell above first."]
+        raw = globals()[name]
+        if raw is ...:
+            return [f"{name} is still `...`: not answered yet."]
+        try:
+            pair = np.asarray(raw, dtype=float)  # (2,) expected
+        except (TypeError, ValueError):
+            return [f"{name} should be two numbers such as (0.25, 0.75); got {raw!r}."]
+        if pair.shape != (2,):
+            return [f"{name} should be two numbers (one per key); got shape {pair.shape}."]
+        answers[name] = pair
+    scores, weights, output = answers.values()
+    problems = []
+    # The raw dot products are q.k1 = 1 and q.k2 = 0: spot the usual slips in the scaling.
+    if abs(scores[0] - 1.0) < 2e-3:
+        problems.append("ex1_scores[0] is the raw dot product q.k1 = 1: divide it by sqrt(d_k).")
+    elif abs(scores[0] - 0.5) < 2e-3:
+        problems.append("ex1_scores[0] = 0.5 is q.k1 / d_k: the scale is 1 / sqrt(d_k), not 1 / d_k.")
+    if abs(weights.sum() - 1.0) > 2e-3:
+        problems.append(f"your weights sum to {weights.sum():.3f}: softmax weights always sum to 1.")
+    else:
+        softmax_of_scores = np.exp(scores) / np.exp(scores).sum()  # (2,)
+        if np.abs(weights - softmax_of_scores).max() > 2e-3:
+            problems.append("your weights are not the softmax of your scores: "
+                            "w_i = exp(s_i) / (exp(s_1) + exp(s_2)).")
+    values = np.array([[1.0, 0.0], [0.0, 1.0]])  # (2, d_v): v1 and v2 as rows
+    if np.abs(output - weights @ values).max() > 2e-3:
+        problems.append("your output is not w1 * v1 + w2 * v2 with your own weights.")
+    return problems
+
+
+_report("Exercise 1", _ex1_problems())
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_autograded", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Exercise 1 is graded by the kit's autograder when you submit (3 points).
+print("Exercise 1 is graded when you submit; the self-check above is only a first look.")
+
+# %% [markdown]
+# ## 2. Why divide by $\sqrt{d_k}$?
+#
+# Suppose the components of a query $q$ and a key $k$ are independent, with mean 0 and
+# variance 1. Their dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of $d_k$
+# independent terms, each with mean 0 and variance 1, so it has mean 0 and **variance
+# $d_k$**: its standard deviation grows like $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the
+# scores back to unit variance, whatever the head dimension. The cell below checks this by
+# sampling.
+
+# %%
+rng = np.random.default_rng(0)
+for d_k in (4, 16, 64, 256):
+    q = rng.normal(size=(10_000, d_k))  # (samples, d_k)
+    k = rng.normal(size=(10_000, d_k))  # (samples, d_k)
+    dots = (q * k).sum(axis=-1)  # (samples,): one q.k per sample
+    print(f"d_k = {d_k:3d}: std of q.k = {dots.std():5.2f}  (sqrt(d_k) = {np.sqrt(d_k):5.2f}),"
+          f"  std after dividing by sqrt(d_k) = {(dots / np.sqrt(d_k)).std():.2f}")
+
+# %% [markdown]
+# Why does the size of the scores matter? The softmax only cares about *differences* between
+# scores, and large differences drive it towards a one-hot vector: nearly all the weight goes
+# to the top score. In that *saturated* regime the softmax is almost flat, so its gradients
+# are tiny and the losing keys stop learning.
+#
+# Put numbers on it with $d_k = 64$, a typical head dimension, where the scores have standard
+# deviation $\sqrt{64} = 8$. Take two keys whose raw scores differ by one standard deviation,
+# a gap of 8, and change nothing else:
+#
+# * **Unscaled**, $\mathrm{softmax}(8, 0)$ gives the larger key weight **0.9997**. The
+#   smaller key gets 0.0003: one-hot in all but name, and its gradient is starved.
+# * **Scaled** by $1/\sqrt{64} = 1/8$, the gap becomes 1 and $\mathrm{softmax}(1, 0)$ gives
+#   the larger key **0.731**. The attention stays soft and both keys receive gradient.
+#
+# At two standard deviations (a raw gap of 16, or 2 after scaling) the unscaled softmax is
+# even more saturated ($\approx 1.0000$) while the scaled one is still soft (**0.881**).
+# Scaling never changes *which* key wins; it decides whether the losing key is heard at all.
+
+# %% [markdown]
+# ---
+# ## Exercise 2: scaled vs unscaled softmax (6 points + 2 points written)
+#
+# **(a)** Write `softmax(z)`: the softmax along the **last axis** of `z`, for a 1-D array
+# (one row of scores) and for a 2-D array (one row of scores per query, each row normalised on
+# its own). It must be *numerically stable*: `np.exp(1000.0)` overflows to `inf`, so subtract
+# each row's largest score before exponentiating (this leaves the softmax unchanged, why?).
+# Do not modify `z`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def softmax(z):
+    """Softmax along the last axis of z (1-D or 2-D): every slice along it sums to 1."""
+    ### BEGIN SOLUTION
+    z = np.asarray(z, dtype=float)  # (..., m)
+    shifted = z - z.max(axis=-1, keepdims=True)  # (..., m): the largest entry is now 0
+    exps = np.exp(shifted)  # (..., m): every entry in (0, 1], so no overflow
+    return exps / exps.sum(axis=-1, keepdims=True)  # (..., m)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_selfcheck_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 2(a), on the lesson's worked numbers.
+def _ex2_softmax_problems():
+    if "softmax" not in globals():
+        return ["softmax is not defined: run the cell above first."]
+    try:
+        one_row = softmax(np.array([8.0, 0.0]))  # (2,)
+    except NotImplementedError as err:
+        return [f"softmax is not written yet ({err})."]
+    except Exception as err:
+        return [f"softmax(np.array([8.0, 0.0])) raised {type(err).__name__}: {err}"]
+    one_row = np.asarray(one_row)
+    if one_row.shape != (2,):
+        return [f"softmax of a 1-D array of 2 scores should have shape (2,); got {one_row.shape}."]
+    problems = []
+    if abs(one_row.sum() - 1.0) > 1e-6:
+        problems.append(f"softmax([8, 0]) sums to {one_row.sum():.4f}: divide by the sum of the "
+                        "exponentials.")
+    for gap, lesson_value in ((8.0, 0.9997), (1.0, 0.731), (2.0, 0.881)):
+        got = float(np.asarray(softmax(np.array([gap, 0.0])))[0])
+        if abs(got - lesson_value) > 1e-3:
+            problems.append(f"softmax([{gap:g}, 0])[0] = {got:.4f}; the lesson says "
+                            f"{lesson_value}.")
+    with np.errstate(all="ignore"):
+        big = np.asarray(softmax(np.array([1000.0, 0.0])))  # (2,)
+    if not np.all(np.isfinite(big)):
+        problems.append(f"softmax([1000, 0]) gives {big}: exp overflowed. Subtract the largest "
+                        "score before calling np.exp.")
+    scores = np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [8.0, 0.0, 0.0]])  # (queries, keys)
+    untouched = scores.copy()
+    try:
+        rows = np.asarray(softmax(scores))  # (3, 3)
+    except Exception as err:
+        return problems + [f"softmax of a 2-D array raised {type(err).__name__}: {err}"]
+    if not np.array_equal(scores, untouched):
+        problems.append("softmax changed its input array: work on a copy.")
+    if rows.shape != scores.shape:
+        return problems + [f"softmax of a (3, 3) array should keep shape (3, 3); got {rows.shape}."]
+    for i, total in enumerate(rows.sum(axis=-1)):
+        if abs(total - 1.0) > 1e-6:
+            problems.append(f"row {i} of your softmax sums to {total:.2f}: did you normalise over "
+                            "the right axis? Each row (the last axis) should sum to 1.")
+            break
+    return problems
+
+
+_report("Exercise 2(a)", _ex2_softmax_problems())
+
+# %% [markdown]
+# **(b)** Two keys have raw scores that differ by 8 (say 8 and 0), with $d_k = 64$. Using your
+# `softmax`, compute
+#
+# * `p_unscaled`: the weight on the **larger** key with no scaling,
+# * `p_scaled`: the same weight after dividing the scores by $\sqrt{d_k}$,
+# * `grad_unscaled`: the derivative of the **smaller** key's weight with respect to **its own**
+#   score, $\partial w_2 / \partial s_2$, in the unscaled case,
+# * `grad_scaled`: the same derivative in the scaled case (take it with respect to the scaled
+#   score that goes into the softmax).
+#
+# Each answer is one number; you may write it directly or compute it with code. Hint for the
+# gradients: differentiate $w_2 = e^{s_2} / (e^{s_1} + e^{s_2})$ with respect to $s_2$ and
+# write the result in terms of $w_2$.
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+p_unscaled = float(softmax(np.array([8.0, 0.0]))[0])
+p_scaled = float(softmax(np.array([8.0, 0.0]) / np.sqrt(64))[0])
+# d w / d s of a key's own weight is w (1 - w); the smaller key's weight is 1 - p.
+grad_unscaled = (1 - p_unscaled) * p_unscaled
+grad_scaled = (1 - p_scaled) * p_scaled
+### END SOLUTION
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_selfcheck_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 2(b): the weights against the lesson, the gradients against a
+# finite-difference estimate made with your own softmax.
+def _ex2_number_problems():
+    answers = {}
+    for name in ("p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"):
+        if name not in globals():
+            return [f"{name} is not defined: run the answer cell above first."]
+        raw = globals()[name]
+        if raw is ...:
+            return [f"{name} is still `...`: not answered yet."]
+        try:
+            answers[name] = float(np.asarray(raw, dtype=float).item())
+        except (TypeError, ValueError):
+            return [f"{name} should be a single number; got {raw!r}."]
+    p_unscaled_, p_scaled_, grad_unscaled_, grad_scaled_ = answers.values()
+    problems = []
+    if abs(p_unscaled_ - 0.0003) < 2e-4:
+        problems.append("p_unscaled is the smaller key's weight: report the larger key's.")
+    elif abs(p_unscaled_ - 0.731) < 1e-3:
+        problems.append("p_unscaled looks scaled: use the raw scores (8, 0) here.")
+    elif abs(p_unscaled_ - 0.9997) > 2e-4:
+        problems.append(f"p_unscaled = {p_unscaled_:.5f}; the lesson gives 0.9997.")
+    if abs(p_scaled_ - 0.269) < 1e-3:
+        problems.append("p_scaled is the smaller key's weight: report the larger key's.")
+    elif abs(p_scaled_ - 0.9997) < 2e-4:
+        problems.append("p_scaled equals the unscaled weight: divide the scores by sqrt(64) = 8.")
+    elif abs(p_scaled_ - 0.731) > 1e-3:
+        problems.append(f"p_scaled = {p_scaled_:.4f}; the lesson gives 0.731. Did you divide "
+                        "by sqrt(d_k) = 8?")
+    for name, value in (("grad_unscaled", grad_unscaled_), ("grad_scaled", grad_scaled_)):
+        if not 0.0 < value <= 0.25:
+            problems.append(f"{name} = {value:.4g} cannot be right: a key's weight grows with "
+                            "its own score, so the derivative is positive, and for a softmax it "
+                            "never exceeds 0.25.")
+    if problems:
+        return problems
+    if grad_scaled_ <= grad_unscaled_:
+        problems.append("grad_scaled should be larger than grad_unscaled: scaling is what keeps "
+                        "the smaller key's gradient alive.")
+    step = 1e-5
+    try:
+        for name, value, gap in (("grad_unscaled", grad_unscaled_, 8.0),
+                                 ("grad_scaled", grad_scaled_, 1.0)):
+            up = np.asarray(softmax(np.array([gap, step])))[1]
+            down = np.asarray(softmax(np.array([gap, -step])))[1]
+            estimate = (up - down) / (2 * step)  # central difference of w2 in s2
+            if abs(value - estimate) > 0.02 * abs(estimate):
+                problems.append(f"{name} does not match a finite-difference estimate from your "
+                                "own softmax: nudge the smaller key's score by a tiny amount "
+                                "and watch how its weight moves.")
+    except Exception as err:
+        problems.append(f"could not check the gradients with your softmax "
+                        f"({type(err).__name__}: {err}).")
+    return problems
+
+
+_report("Exercise 2(b)", _ex2_number_problems())
+
+# %% [markdown]
+# **(c)** In two or three sentences: why does dividing the scores by $\sqrt{d_k}$ keep
+# gradient flowing to the smaller key? Use your numbers from (b). *(2 points, graded by hand.)*
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex2_explain", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# ### BEGIN SOLUTION
+# **Model answer.** Without scaling, a gap of 8 between the scores saturates the softmax: the
+# larger key takes 0.9997 of the weight, and the smaller key's weight barely reacts to its own
+# score (its slope is about 0.0003, since the slope is $w(1-w)$ with $w \approx 0.0003$), so
+# almost no gradient reaches it and it cannot learn to matter. Dividing by
+# $\sqrt{d_k} = 8$ shrinks the gap to 1, where the softmax is still soft (0.731 against 0.269)
+# and the slope is about 0.197, several hundred times larger, so both keys keep receiving
+# gradient. The ranking of the keys is unchanged; only the saturation goes away.
+#
+# **Mark scheme (2 points).**
+# * 1 point: says that unscaled scores (large, with variance $d_k$) push the softmax into
+#   saturation, nearly one-hot, so the smaller key's weight has a near-zero gradient; quoting
+#   the numbers (0.9997 and a slope of about 3e-4) or an equivalent argument.
+# * 1 point: says that dividing by $\sqrt{d_k}$ brings the gap back to unit scale, so the
+#   softmax stays soft (0.731) and the gradient to the smaller key is much larger (about 0.197);
+#   a comparison of the two gradients earns this point.
+# * No credit for "scaling makes the numbers smaller" without linking it to saturation or to
+#   the gradient. Half a point each may be given for a correct idea stated without numbers.
+# ### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_autograded", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
+# Exercise 2 (a) and (b) are graded by the kit's autograder when you submit (6 points);
+# (c) is graded by hand.
+print("Exercise 2 is graded when you submit; the self-checks above are only a first look.")
+
+# %% [markdown]
+# ## 3. Self-attention
+#
+# Nothing above required queries, keys and values to come from different places. In
+# **self-attention** they are all computed from the same sequence $X \in \mathbb{R}^{T \times d}$
+# ($T$ tokens, one $d$-dimensional embedding each) through three learned projections:
+#
+# $$Q = X W_Q, \qquad K = X W_K, \qquad V = X W_V, \qquad
+#   W_Q, W_K \in \mathbb{R}^{d \times d_k}, \; W_V \in \mathbb{R}^{d \times d_v}.$$
+#
+# Every position then attends to every position of the same sequence: output row $t$ is a
+# weighted average of all $T$ value vectors, weighted by how relevant each key position is to
+# the query at position $t$. Here $n = m = T$ and the weight matrix is $T \times T$.
+#
+# ## 4. Causal masking
+#
+# A language model that predicts the next token must not peek at it: when it builds position
+# $t$, positions $j > t$ (the future) are off limits. A **causal mask** enforces this by setting
+# the scores of the future positions to $-\infty$ *before* the softmax:
+#
+# $$\tilde S_{tj} = \begin{cases} S_{tj} / \sqrt{d_k} & j \le t \\ -\infty & j > t
+#   \end{cases}$$
+#
+# Since $e^{-\infty} = 0$, the softmax gives the future exactly zero weight, and the remaining
+# weights of each row still sum to 1. (Zeroing the weights *after* the softmax would leave rows
+# that no longer sum to 1; setting the scores to 0 instead of $-\infty$ would still give the
+# future some weight.)
+#
+# In this kit a mask is a boolean array of shape $(n, m)$ in which **`True` means "masked out"**.
+# The causal mask is `True` strictly above the diagonal: position $t$ may always attend to
+# itself.
+
+# %% [markdown]
+# ---
+# ## Exercise 3: causal scaled dot-product attention (11 points)
+#
+# **(a)** Write `attention(Q, K, V, mask=None)` returning the pair `(out, attn)`:
+#
+# * `Q` has shape `(n, d_k)`, `K` has shape `(m, d_k)`, `V` has shape `(m, d_v)`;
+# * `mask` is `None` (nothing masked) or a boolean array of shape `(n, m)`, `True` = masked out;
+# * `attn` is the `(n, m)` matrix of weights (each row sums to 1, masked entries are 0) and
+#   `out` is the `(n, d_v)` matrix of outputs.
+#
+# $n$ may differ from $m$, and $d_k$ from $d_v$. Do not modify `Q`, `K`, `V` or `mask`. You may
+# use your `softmax` from Exercise 2. (Rows in which every key is masked are not part of this
+# exercise.)
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def attention(Q, K, V, mask=None):
+    """Scaled dot-product attention; mask True = masked out. Returns (out, attn)."""
+    ### BEGIN SOLUTION
+    d_k = Q.shape[-1]
+    scores = Q @ K.T / np.sqrt(d_k)  # (n, d_k) @ (d_k, m) -> (n, m)
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)  # (n, m): a new array, the input is untouched
+    attn = softmax(scores)  # (n, m): each row sums to 1
+    out = attn @ V  # (n, m) @ (m, d_v) -> (n, d_v)
+    return out, attn
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_selfcheck_attention", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 3(a): shapes, rows, the lesson's scaling numbers and a causal mask.
+def _ex3_attention_problems():
+    if "attention" not in globals():
+        return ["attention is not defined: run the cell above first."]
+    rng = np.random.default_rng(7)
+    n, m, d_k, d_v = 3, 5, 4, 2
+    Q = rng.normal(size=(n, d_k))  # (n, d_k)
+    K = rng.normal(size=(m, d_k))  # (m, d_k)
+    V = rng.normal(size=(m, d_v))  # (m, d_v)
+    originals = [Q.copy(), K.copy(), V.copy()]
+    try:
+        result = attention(Q, K, V)
+    except NotImplementedError as err:
+        return [f"attention is not written yet ({err})."]
+    except Exception as err:
+        return [f"attention(Q, K, V) with mask=None raised {type(err).__name__}: {err}"]
+    if not isinstance(result, tuple) or len(result) != 2:
+        return ["attention should return the pair (out, attn)."]
+    out, attn = (np.asarray(x) for x in result)
+    if out.shape == (n, m) and attn.shape == (n, d_v):
+        return ["attention seems to return (attn, out): return (out, attn)."]
+    if attn.shape == (m, n):
+        return [f"attn should have shape (n, m) = ({n}, {m}), got {attn.shape}: did you multiply "
+                "K by Q? The scores are Q K^T."]
+    if attn.shape != (n, m):
+        return [f"attn should have shape (n, m) = ({n}, {m}), got {attn.shape}."]
+    if out.shape != (n, d_v):
+        return [f"out should have shape (n, d_v) = ({n}, {d_v}), got {out.shape}."]
+    problems = []
+    if any(not np.array_equal(a, b) for a, b in zip((Q, K, V), originals)):
+        problems.append("attention modified Q, K or V: leave its inputs untouched.")
+    row_sums = attn.sum(axis=-1)  # (n,)
+    for i, total in enumerate(row_sums):
+        if abs(total - 1.0) > 1e-6:
+            problems.append(f"row {i} of your weights sums to {total:.2f}: did you normalise over "
+                            "the right axis? Each query's weights (a row) should sum to 1.")
+            break
+    if np.abs(out - attn @ V).max() > 1e-6:
+        problems.append("out is not attn @ V: each output row is the weighted sum of the values.")
+    # The lesson's numbers: d_k = 64, raw scores (8, 0), so the scaled weight is 0.731.
+    q = np.zeros((1, 64))  # (1, d_k)
+    q[0, 0] = 8.0
+    keys = np.zeros((2, 64))  # (2, d_k): q.k1 = 8, q.k2 = 0
+    keys[0, 0] = 1.0
+    _, lesson_attn = attention(q, keys, np.eye(2))  # (1, 2)
+    weight = float(np.asarray(lesson_attn)[0, 0])
+    if abs(weight - 0.9997) < 1e-4:
+        problems.append("with d_k = 64 and raw scores (8, 0) your weight is 0.9997, the unscaled "
+                        "value: divide the scores by sqrt(d_k).")
+    elif abs(weight - 0.731) > 1e-3:
+        problems.append(f"with d_k = 64 and raw scores (8, 0) your weight is {weight:.4f}; the "
+                        "lesson gives 0.731. Check the scale 1 / sqrt(d_k).")
+    T = 4
+    future = np.arange(T)[None, :] > np.arange(T)[:, None]  # (T, T): True where key j > query t
+    X = rng.normal(size=(T, d_k))  # (T, d_k)
+    mask_copy = future.copy()
+    try:
+        _, masked = attention(X, X, X, mask=future)
+    except Exception as err:
+        return problems + [f"attention with a mask raised {type(err).__name__}: {err}"]
+    masked = np.asarray(masked)  # (T, T)
+    if not np.array_equal(future, mask_copy):
+        problems.append("attention modified the mask: leave its inputs untouched.")
+    if masked.shape != (T, T):
+        return problems + [f"with T = {T} queries and keys, attn should be ({T}, {T}); "
+                           f"got {masked.shape}."]
+    leak = np.abs(masked[future]).max()
+    if leak > 1e-9:
+        kept = np.abs(masked[~future]).max()
+        if kept < 1e-9:
+            problems.append("your mask works backwards: True means 'masked out' (weight 0).")
+        else:
+            problems.append(f"a masked (future) key still gets weight {leak:.3f}: set masked scores "
+                            "to -inf (or a huge negative number) before the softmax, not to 0.")
+    for t, total in enumerate(masked.sum(axis=-1)):
+        if abs(total - 1.0) > 1e-6:
+            problems.append(f"with the causal mask, row {t} sums to {total:.2f}: mask the scores "
+                            "before the softmax, so the remaining weights still sum to 1.")
+            break
+    return problems
+
+
+_report("Exercise 3(a)", _ex3_attention_problems())
+
+# %% [markdown]
+# **(b)** Write `causal_mask(T)`: a boolean array of shape `(T, T)` that is `True` strictly
+# above the diagonal (key position $j$ later than query position $t$) and `False` elsewhere,
+# diagonal included.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_causal_mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def causal_mask(T):
+    """(T, T) boolean mask, True strictly above the diagonal: the future is masked out."""
+    ### BEGIN SOLUTION
+    return np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_selfcheck_causal_mask", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 3(b).
+def _ex3_causal_mask_problems():
+    if "causal_mask" not in globals():
+        return ["causal_mask is not defined: run the cell above first."]
+    T = 4
+    try:
+        got = causal_mask(T)
+    except NotImplementedError as err:
+        return [f"causal_mask is not written yet ({err})."]
+    except Exception as err:
+        return [f"causal_mask({T}) raised {type(err).__name__}: {err}"]
+    if not isinstance(got, np.ndarray):
+        return [f"causal_mask should return a numpy array; got {type(got).__name__}."]
+    if got.shape != (T, T):
+        return [f"causal_mask({T}) should have shape ({T}, {T}); got {got.shape}."]
+    if got.dtype != bool:
+        return [f"causal_mask should hold booleans (dtype bool); got dtype {got.dtype}."]
+    problems = []
+    above = np.arange(T)[None, :] > np.arange(T)[:, None]  # (T, T): key j later than query t
+    below = np.arange(T)[None, :] < np.arange(T)[:, None]  # (T, T): key j earlier than query t
+    if np.diagonal(got).any():
+        problems.append("your mask covers the diagonal: a position may attend to itself.")
+    if got[below].any() and not got[above].any():
+        problems.append("your mask covers the past (below the diagonal) instead of the future.")
+    elif not got[above].all():
+        problems.append("every position above the diagonal (the future) should be True.")
+    elif got[below].any():
+        problems.append("positions below the diagonal (the past) should be False.")
+    return problems
+
+
+_report("Exercise 3(b)", _ex3_causal_mask_problems())
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_autograded", "locked": true, "points": 11, "schema_version": 3, "solution": false, "task": false}
+# Exercise 3 is graded by the kit's autograder when you submit (11 points).
+print("Exercise 3 is graded when you submit; the self-checks above are only a first look.")
+
+# %% [markdown]
+# ### Looking at causal self-attention
+#
+# Once your `attention` and `causal_mask` work, the cell below runs causal self-attention on a
+# random sequence of $T = 8$ tokens and draws the weight matrix: row $t$ is query position $t$,
+# column $j$ is key position $j$. The upper triangle (the future) should be exactly zero, and
+# the first token, which can only see itself, puts all its weight on itself.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_heatmap", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def _draw_causal_attention():
+    rng = np.random.default_rng(0)
+    T, d_model, d_k = 8, 16, 8
+    X = rng.normal(size=(T, d_model))  # (T, d_model): one embedding per token
+    W_q = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_k)
+    W_k = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_k)
+    W_v = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_v)
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k) each
+    try:
+        _, attn = attention(Q, K, V, mask=causal_mask(T))
+    except NotImplementedError as err:
+        print(f"No picture yet: {err}. Finish Exercise 3 and run this cell again.")
+        return
+    except Exception as err:
+        print(f"No picture: your code raised {type(err).__name__}: {err}")
+        return
+    attn = np.asarray(attn)  # (T, T)
+    if attn.shape != (T, T):
+        print(f"No picture: attn should have shape ({T}, {T}), got {attn.shape}.")
+        return
+    fig, ax = plt.subplots(figsize=(5, 4))
+    image = ax.imshow(attn, cmap="viridis", vmin=0.0, vmax=1.0)
+    ax.set_xlabel("key position j")
+    ax.set_ylabel("query position t")
+    ax.set_title("Causal self-attention weights")
+    ax.set_xticks(range(T))
+    ax.set_yticks(range(T))
+    fig.colorbar(image, ax=ax, label="weight")
+    plt.show()
+
+
+_draw_causal_attention()
+
+# %% [markdown]
+# ## 5. What attention costs
+#
+# For a sequence of length $T$:
+#
+# * the scores $Q K^\top$ take $O(T^2 d_k)$ operations: quadratic in the sequence length;
+# * the mix $A V$ takes another $O(T^2 d_v)$;
+# * in total $O(T^2 d)$ **time**, and $O(T^2)$ **memory** for the attention matrix itself.
+#
+# The memory is what bites first. One $T \times T$ matrix of 32-bit floats, for a single head
+# of a single sequence:
+
+# %%
+for T in (1_024, 4_096, 16_384, 65_536):
+    mebibytes = T * T * 4 / 2**20  # float32 entries of one (T, T) weight matrix
+    print(f"T = {T:6d}: {mebibytes:9,.0f} MiB")
+
+# %% [markdown]
+# This quadratic cost is the core limitation of standard attention. **FlashAttention** attacks
+# the memory side: it computes exactly the same output, but in tiles that fit in the GPU's fast
+# on-chip memory, keeping a running softmax so that the full $T \times T$ matrix is never
+# written out. The arithmetic is still $O(T^2 d)$; linear-attention variants change the
+# operation itself to avoid it.
+#
+# **Next:** multi-head attention runs $h$ of these attention heads in parallel, each with its
+# own projections, so that different heads can attend to different representation subspaces.
