@@ -1,0 +1,123 @@
+"""A small in-process runner for the hidden suites: collect once, run per submission.
+
+`pytest.main` per submission costs far more than the tests themselves, so the suites' test
+functions and marks are collected once, and each submission runs them in order with the
+`student` fixture. pytest stays the way an instructor runs the same files
+(`pytest autograder/suites --submission PATH`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from dataclasses import dataclass, field
+from functools import cache
+
+from autograder.compare import Mismatch
+from autograder.exercises import EXERCISES
+from autograder.suites import SUITE_MODULES
+
+
+@dataclass(frozen=True)
+class SuiteTest:
+    exercise: str
+    name: str  # the function name without `test_`
+    points: float
+    function: object
+
+
+@dataclass
+class TestResult:
+    exercise: str
+    name: str
+    max_score: float
+    passed: bool
+    message: str = ""
+    diagnoses: tuple[str, ...] = ()  # from the sandbox: crashed, timeout, missing-name...
+    missing_name: str | None = None
+    kit_error: str = ""  # the check itself failed: a bug in the kit, shown to instructors
+    seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def score(self) -> float:
+        return self.max_score if self.passed else 0.0
+
+
+def _marks(obj) -> list:
+    marks = getattr(obj, "pytestmark", [])
+    return list(marks) if isinstance(marks, (list, tuple)) else [marks]
+
+
+def _mark_names(obj) -> dict[str, tuple]:
+    return {getattr(mark, "name", ""): tuple(getattr(mark, "args", ())) for mark in _marks(obj)}
+
+
+@cache
+def collect() -> tuple[SuiteTest, ...]:
+    """Every hidden test, in file order, with its exercise and points from its marks."""
+    tests = []
+    for module_name in SUITE_MODULES:
+        module = importlib.import_module(f"autograder.suites.{module_name}")
+        module_marks = _mark_names(module)
+        for name, function in vars(module).items():
+            if not (name.startswith("test_") and inspect.isfunction(function)):
+                continue
+            marks = {**module_marks, **_mark_names(function)}
+            exercises = [key for key in EXERCISES if key in marks]
+            if len(exercises) != 1 or "points" not in marks:
+                raise RuntimeError(f"{module_name}.{name} needs one exercise mark and points")
+            (points,) = marks["points"]
+            tests.append(SuiteTest(exercises[0], name.removeprefix("test_"), float(points),
+                                   function))
+    return tuple(tests)
+
+
+def run_tests(student, tests: tuple[SuiteTest, ...] | None = None) -> list[TestResult]:
+    """Run the hidden tests against one submission; one result per test, in order."""
+    return [run_test(student, test) for test in (collect() if tests is None else tests)]
+
+
+def run_test(student, test: SuiteTest) -> TestResult:
+    from autograder.sandbox import MissingName, StudentError
+
+    result = TestResult(test.exercise, test.name, test.points, passed=False)
+    start = time.perf_counter()
+    try:
+        test.function(student)
+        result.passed = True
+    except Mismatch as failure:
+        result.message = str(failure)
+    except StudentError as err:
+        result.message = describe_student_error(err)
+        result.diagnoses = (err.diagnosis,)
+        if isinstance(err, MissingName):
+            result.missing_name = err.name
+    except Exception as bug:  # the check itself broke: never the student's fault
+        result.message = "this answer could not be checked; your instructor has been told"
+        result.kit_error = f"{type(bug).__name__}: {bug}"
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+_ERROR_LIMIT = 300
+
+
+def describe_student_error(err) -> str:
+    """What the sandbox said about the student's code, in the student's terms."""
+    during = getattr(err, "during", "running your code")
+    code = err.diagnosis
+    if code == "missing-name":
+        return (f"{err.name} is not defined: define it at the top level of your notebook "
+                "(check the spelling, and that its cell runs without an error)")
+    if code == "timeout":
+        return f"your code ran out of time while {during}: look for an endless loop"
+    if code == "memory-limit":
+        return f"your code used too much memory while {during}"
+    if code == "forbidden-import":
+        return (f"your code imported {getattr(err, 'module', 'a grader module')}, which "
+                "submissions may not use: write the computation yourself")
+    text = str(err).strip() or type(err).__name__
+    if len(text) > _ERROR_LIMIT:
+        text = text[:_ERROR_LIMIT] + " ..."
+    return f"your code failed while {during}: {text}"

@@ -1,0 +1,184 @@
+"""Read a submission into the cells the sandbox runs, in order.
+
+A notebook gives all its code cells, in order, as the student wrote them (IPython magics are
+rewritten to plain Python here, in the trusted process). A `.py` file gives its top-level
+statements, each with its line, so that one failing statement does not hide the others; a
+`.py` file that does not parse is passed on whole and the sandbox reports the syntax error.
+
+Nothing here executes student code: `json.loads` and `ast.parse` only read it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.exercises import GRADED_CELL_IDS
+
+# nbformat takes about a second to import; a notebook is plain JSON and is read as such.
+
+_MAGIC_LINE = re.compile(r"^\s*(%|!)|(=\s*[%!])|\?\s*$", re.MULTILINE)
+
+
+class SubmissionError(Exception):
+    """The file cannot be graded as a submission; the message says why, for the student."""
+
+
+@dataclass(frozen=True)
+class SubmittedCell:
+    """One cell or statement as the sandbox will run it."""
+
+    source: str
+    label: str
+    first_line: int = 1
+    exercise: str | None = None  # known from the nbgrader grade_id of a notebook cell
+
+
+def read_submission(path: Path | str) -> list[SubmittedCell]:
+    """The cells of the submission at `path` (`.ipynb` or `.py`), in execution order."""
+    path = Path(path)
+    if path.is_dir():
+        raise SubmissionError(f"{path} is a folder; give the notebook (.ipynb) or .py file")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SubmissionError(f"{path}: no such file") from None
+    except OSError as err:
+        raise SubmissionError(f"{path}: cannot read it ({err.strerror})") from None
+    return read_content(data, name=str(path))
+
+
+def read_content(content: bytes | str | dict, *, name: str = "submission") -> list[SubmittedCell]:
+    """The cells of a submission given as its contents rather than a path.
+
+    A dict is a notebook already decoded from JSON. For bytes or text, `name` decides the kind
+    by its suffix (`.ipynb` or `.py`); without one, text that is a JSON object is a notebook.
+    """
+    if isinstance(content, dict):
+        return notebook_cells(content, name=name)
+    text = _decode(content, name) if isinstance(content, bytes) else content
+    if not text.strip():
+        raise SubmissionError(f"{name} is empty: there is nothing to grade")
+    suffix = Path(name).suffix.lower()
+    if suffix == ".ipynb" or (suffix != ".py" and text.lstrip().startswith("{")):
+        return notebook_cells(_parse_notebook_json(text, name), name=name)
+    if suffix in (".py", ""):
+        return python_cells(text)
+    raise SubmissionError(
+        f"{name}: a submission is a notebook (.ipynb) or a Python file (.py), not {suffix}"
+    )
+
+
+def _decode(content: bytes, name: str) -> str:
+    try:
+        return content.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise SubmissionError(
+            f"{name} is not UTF-8 text (byte {err.start}): save it as a notebook or .py file"
+        ) from None
+
+
+def _parse_notebook_json(text: str, name: str) -> dict:
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SubmissionError(
+            f"{name} is not a valid notebook: its JSON is broken at line {err.lineno}, "
+            f"column {err.colno} ({err.msg}). Reopen it in Jupyter or download it again."
+        ) from None
+    if not isinstance(notebook, dict):
+        raise SubmissionError(f"{name} is not a notebook: it holds JSON but no notebook object")
+    return notebook
+
+
+def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedCell]:
+    """All code cells of a notebook, in order, magics rewritten to plain Python."""
+    cells = notebook.get("cells")
+    if not isinstance(cells, list) or notebook.get("nbformat") != 4:
+        raise SubmissionError(
+            f"{name} is not a Jupyter notebook in format 4: it has no list of cells"
+        )
+    _check_assignment(cells, name)
+    out = []
+    for index, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(str(line) for line in source)
+        if not isinstance(source, str):
+            raise SubmissionError(f"{name}: cell {index} has no readable source")
+        grade_id = _grade_id(cell)
+        label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+        out.append(
+            SubmittedCell(
+                source=transform_magics(source),
+                label=label,
+                exercise=GRADED_CELL_IDS.get(grade_id or ""),
+            )
+        )
+    return out
+
+
+def _grade_id(cell: dict) -> str | None:
+    meta = cell.get("metadata")
+    nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
+    grade_id = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
+    return grade_id if isinstance(grade_id, str) and grade_id else None
+
+
+def _check_assignment(cells: list, name: str) -> None:
+    """Refuse a notebook of another assignment: it must carry this assignment's grade_ids."""
+    grade_ids = {gid for cell in cells if isinstance(cell, dict) and (gid := _grade_id(cell))}
+    if not grade_ids:
+        raise SubmissionError(
+            f"{name} is not the notebook of this assignment: it has none of its nbgrader "
+            f"cells ({', '.join(sorted(GRADED_CELL_IDS))}). Start from the released notebook."
+        )
+    if not grade_ids & set(GRADED_CELL_IDS):
+        found = ", ".join(sorted(grade_ids)[:5])
+        raise SubmissionError(
+            f"{name} is the notebook of another assignment: its graded cells are {found}, "
+            f"this one expects {', '.join(sorted(GRADED_CELL_IDS))}."
+        )
+
+
+def transform_magics(source: str) -> str:
+    """IPython syntax (`%magic`, `!cmd`, `x?`) rewritten to plain Python calls.
+
+    IPython's transformer is only imported for the few cells that need it.
+    """
+    if not _MAGIC_LINE.search(source):
+        return source
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+def python_cells(text: str) -> list[SubmittedCell]:
+    """The top-level statements of a `.py` file, each with the line it starts on.
+
+    Decorators belong to their function; a file that does not parse is one cell, so that the
+    sandbox reports the syntax error with its line.
+    """
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return [SubmittedCell(source=text, label="the file", first_line=1)]
+    lines = text.splitlines(keepends=True)
+    spans: list[list[int]] = []  # [first line, last line] per cell
+    for node in module.body:
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        end = node.end_lineno or start
+        if spans and start <= spans[-1][1]:  # `a = 1; b = 2` shares a line: one cell
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    return [
+        SubmittedCell(source="".join(lines[start - 1 : end]), label=f"line {start}",
+                      first_line=start)
+        for start, end in spans
+    ]
