@@ -19,6 +19,8 @@ import textwrap
 from nbgrader.preprocessors import ClearSolutions
 from traitlets import Unicode
 
+BUILD_NOTE_KEY = "sdpa_course"  # notebook metadata written by `sdpa-course build`
+
 _EXERCISE_PREFIX = re.compile(r"^ex(\d+)_")
 _FUNCTION_HEADER = re.compile(r"^(\s*)def\s+(\w+)\s*\(")
 
@@ -76,6 +78,12 @@ class ExerciseClearSolutions(ClearSolutions):
         help="Stub line for each name a top-level answer region assigns; {name} and {exercise} "
         "are filled in.",
     ).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        nb, resources = super().preprocess(nb, resources)
+        # The build note of the source notebook ("edit the .py and rebuild") is for instructors.
+        nb.metadata.pop(BUILD_NOTE_KEY, None)
+        return nb, resources
 
     def preprocess_cell(self, cell, resources, cell_index):
         exercise = exercise_label(cell.metadata.get("nbgrader", {}).get("grade_id"))
