@@ -13,6 +13,7 @@ NOTEBOOK = "attention"
 def configure_release(c) -> None:
     """Settings for building the student release (generate_assignment)."""
     from nbgrader.converters import GenerateAssignment
+    from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import ClearSolutions
 
     from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
@@ -23,6 +24,10 @@ def configure_release(c) -> None:
     c.GenerateAssignment.preprocessors = [
         ExerciseClearSolutions if step is ClearSolutions else step for step in preprocessors
     ]
+    # The jupytext text source of the notebook sits beside it in source/<assignment>/ and holds
+    # the solutions: nbgrader must never copy it into release/ (or autograded/).
+    ignored = CourseDirectory.class_traits()["ignore"].default()
+    c.CourseDirectory.ignore = [*ignored, f"{NOTEBOOK}.py"]
 
 
 def configure_grading(c) -> None:
