@@ -32,6 +32,35 @@ def configure_release(c) -> None:
 
 def configure_grading(c) -> None:
     """Settings for autograde and feedback: the kit's engine in place of nbgrader's kernel."""
+    from pathlib import Path
+
+    import nbgrader
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    from sdpa_course.nbgrader_ext.autograde import EngineGrades
+    from sdpa_course.nbgrader_ext.feedback_summary import FeedbackSummary, GetGradesWithPending
+    from sdpa_course.nbgrader_ext.redact import RedactFeedback
+
+    # nbgrader's autograde pipeline, in its own order, with the engine in Execute's slot:
+    # the scores must be in the cells before SaveAutoGrades reads them.
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [
+        EngineGrades if step is Execute else step for step in steps
+    ]
+    # A deleted graded cell comes back (and is scored) instead of silently keeping no grade.
+    c.OverwriteCells.add_missing_cells = True
+    # Feedback: grades (hand-graded parts marked pending), the summary, then redaction last,
+    # so nothing rendered escapes it.
+    c.GenerateFeedback.preprocessors = [
+        GetGradesWithPending, FeedbackSummary, RedactFeedback, CSSHTMLHeaderPreprocessor,
+    ]
+    nbgrader_templates = Path(nbgrader.__file__).parent / "server_extensions/formgrader/templates"
+    c.HTMLExporter.template_name = "sdpa_feedback"
+    c.HTMLExporter.extra_template_basedirs = [
+        str(Path(__file__).parent / "templates"), str(nbgrader_templates),
+    ]
 
 
 def configure(c) -> None:
