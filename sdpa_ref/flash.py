@@ -1,15 +1,24 @@
 """Blockwise attention with an online softmax: the FlashAttention idea, in numpy.
 
 ``attention`` builds the whole (n, m) weight matrix: O(n m) memory, 512 MiB at n = m = 8192
-in float64. Here the keys are visited one block at a time and each query block keeps
-only a running maximum, a running sum of weights and a running weighted sum of values.
-When a later block raises the maximum, the old sums are rescaled by ``exp(old - new)``,
-so the result is exactly ``softmax(scores) @ V`` without the matrix ever existing.
+in float64. Here each block of queries visits the keys one block at a time and keeps only
+two running sums: ``sum_j exp(s_j - c) v_j`` and ``sum_j exp(s_j - c)``. Their ratio is the
+output, ``softmax(s) @ V``, whatever the shift ``c``: the matrix never exists.
+
+The shift only has to keep ``exp`` in range. The textbook online softmax uses the running
+maximum and rescales the sums whenever it grows; that costs a subtraction over every tile.
+Here ``c`` starts at a real score (the query's score with key 0, so the largest weight is
+at least 1 and nothing that matters underflows), rides inside the first product for free,
+and moves, rescaling the sums by ``exp(-bump)``, only when a tile rises more than
+``SLACK`` above it. Recent FlashAttention kernels rescale lazily in the same way.
 """
 
 import math
 
 import numpy as np
+
+# Weights stay below e**16 ~ 9e6, so float32 sums cannot overflow even over 10**30 keys.
+SLACK = 16.0
 
 
 def flash_attention(Q, K, V, *, causal=False, scale=None, block_q=512, block_k=1024):
@@ -29,39 +38,45 @@ def flash_attention(Q, K, V, *, causal=False, scale=None, block_q=512, block_k=1
     K = np.broadcast_to(K, batch + K.shape[-2:])  # (..., m, d_k)
     V = np.broadcast_to(V, batch + V.shape[-2:])  # (..., m, d_v)
     out = np.zeros(batch + (Q.shape[-2], V.shape[-1]), dtype)  # (..., n, d_v)
-    for b in np.ndindex(batch):
-        _flash_2d(Q[b], K[b], V[b], out[b], causal, scale, block_q, block_k)
+    if K.shape[-2] > 0:  # no keys at all: zero weights, zero output, as in `attention`
+        for b in np.ndindex(batch):
+            _flash_2d(Q[b], K[b], V[b], out[b], causal, scale, block_q, block_k)
     return out
 
 
 def _flash_2d(Q, K, V, out, causal, scale, block_q, block_k):
-    """One head: Q (n, d_k), K (m, d_k), V (m, d_v); writes into out (n, d_v), zero-filled."""
-    (n, _), (m, d_v), dtype = Q.shape, V.shape, out.dtype
-    Q = (Q * scale).astype(dtype, copy=False)  # (n, d_k): scaling n d_k numbers, not n m scores
-    # A column of ones after V: one product then gives both weights @ V and the weights' sum.
+    """One head: Q (n, d_k), K (m, d_k), V (m, d_v) with m > 0; writes out (n, d_v)."""
+    (n, d_k), (m, d_v), dtype = Q.shape, V.shape, out.dtype
+    # [scale Q | -c] @ [K | 1]^T = scale Q K^T - c: the product also subtracts the shift.
+    Q1 = np.empty((n, d_k + 1), dtype)  # (n, d_k + 1)
+    Q1[:, :d_k] = Q * scale  # (n, d_k): scaling n d_k numbers, not n m scores
+    Q1[:, d_k] = -(Q1[:, :d_k] @ K[0])  # (n,) c = each query's score with key 0
+    K1 = np.concatenate([K, np.ones((m, 1))], axis=1, dtype=dtype)  # (m, d_k + 1)
+    # [V | 1]: one product gives both weights @ V and the sum of the weights.
     V1 = np.concatenate([V, np.ones((m, 1))], axis=1, dtype=dtype)  # (m, d_v + 1)
-    tile = np.empty((block_q, block_k), dtype)  # scores, then weights, of one tile
+    tile = np.empty((block_q, block_k), dtype)  # shifted scores, then weights, of one tile
     tile_sums = np.empty((block_q, d_v + 1), dtype)  # weights @ [V | 1] of one tile
     for q0 in range(0, n, block_q):
         q1 = min(q0 + block_q, n)
-        row_max = np.full(q1 - q0, -np.inf, dtype)  # (bq,) largest score seen so far
+        Qb = Q1[q0:q1]  # (bq, d_k + 1), a view: its last column is -c for these queries
         sums = np.zeros((q1 - q0, d_v + 1), dtype)  # (bq, d_v + 1) running [weights @ V | sum]
         k_end = min(m, q1) if causal else m  # causal: keys past the block's last query are unseen
         for k0 in range(0, k_end, block_k):
             k1 = min(k0 + block_k, k_end)
             s = tile[: q1 - q0, : k1 - k0]  # (bq, bk) view into the reused buffer
-            np.matmul(Q[q0:q1], K[k0:k1].T, out=s)  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
+            np.matmul(Qb, K1[k0:k1].T, out=s)  # (bq, d_k + 1) @ (d_k + 1, bk) -> (bq, bk)
             if causal and k1 - 1 > q0:  # the tile reaches above the diagonal
                 future = np.arange(k0, k1) > np.arange(q0, q1)[:, None]  # (bq, bk)
                 np.copyto(s, -np.inf, where=future)
-            new_max = np.maximum(row_max, s.max(axis=1))  # (bq,)
-            shift = np.where(new_max == -np.inf, 0.0, new_max)  # nothing seen yet: avoid NaN
-            s -= shift[:, None]  # (bq, bk), all <= 0
-            np.exp(s, out=s)  # (bq, bk) unnormalised weights in [0, 1]
-            sums *= np.exp(row_max - shift)[:, None]  # (bq, d_v + 1) old sums, rescaled
+            rise = s.max(axis=1)  # (bq,) how far this tile climbs above the shift
+            bump = np.where(rise > SLACK, rise, 0.0)  # (bq,) move c only where exp could blow up
+            if bump.any():
+                s -= bump[:, None]  # (bq, bk)
+                sums *= np.exp(-bump)[:, None]  # (bq, d_v + 1) old sums, onto the new shift
+                Qb[:, d_k] -= bump  # (bq,) later tiles subtract the new shift
+            np.exp(s, out=s)  # (bq, bk) weights, each below e**SLACK
             w = tile_sums[: q1 - q0]  # (bq, d_v + 1)
             np.matmul(s, V1[k0:k1], out=w)  # (bq, bk) @ (bk, d_v + 1) -> (bq, d_v + 1)
             sums += w
-            row_max = new_max
-        total = sums[:, d_v:]  # (bq, 1) sum of weights; 0 only if every key was masked
-        np.divide(sums[:, :d_v], total, out=out[q0:q1], where=total > 0)  # (bq, d_v)
+        # Key 0 is never masked and its weight is exp(0) or more, so the sum is positive.
+        np.divide(sums[:, :d_v], sums[:, d_v:], out=out[q0:q1])  # (bq, d_v)

@@ -13,7 +13,8 @@ def softmax(x, axis=-1):
     gives all zeros rather than NaN: no weight at all instead of ``0 / 0``.
     """
     x = np.asarray(x)
-    peak = np.max(x, axis=axis, keepdims=True)  # (..., 1, ...)
+    x = x.astype(np.result_type(x, 1.0), copy=False)  # integers -> float64; float32 stays
+    peak = np.max(x, axis=axis, keepdims=True, initial=-np.inf)  # (..., 1, ...); no keys: -inf
     peak = np.where(peak == -np.inf, 0.0, peak)  # all -inf: shift by 0, since -inf - -inf is NaN
     weights = np.exp(x - peak)  # (..., k, ...), each in [0, 1]
     total = np.sum(weights, axis=axis, keepdims=True)  # (..., 1, ...)
