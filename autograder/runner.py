@@ -36,6 +36,8 @@ class TestResult:
     message: str = ""
     diagnoses: tuple[str, ...] = ()  # from the sandbox: crashed, timeout, missing-name...
     missing_name: str | None = None
+    culprit: str | None = None  # the student's name whose call or value failed
+    raised: bool = False  # the student's code raised an ordinary exception
     kit_error: str = ""  # the check itself failed: a bug in the kit, shown to instructors
     seconds: float = field(default=0.0, compare=False)
 
@@ -79,7 +81,7 @@ def run_tests(student, tests: tuple[SuiteTest, ...] | None = None) -> list[TestR
 
 
 def run_test(student, test: SuiteTest) -> TestResult:
-    from autograder.sandbox import MissingName, StudentError
+    from autograder.sandbox import MissingName, StudentError, StudentRaised
 
     result = TestResult(test.exercise, test.name, test.points, passed=False)
     start = time.perf_counter()
@@ -91,6 +93,8 @@ def run_test(student, test: SuiteTest) -> TestResult:
     except StudentError as err:
         result.message = describe_student_error(err)
         result.diagnoses = (err.diagnosis,)
+        result.culprit = getattr(err, "target", None)
+        result.raised = isinstance(err, StudentRaised)
         if isinstance(err, MissingName):
             result.missing_name = err.name
     except Exception as bug:  # the check itself broke: never the student's fault

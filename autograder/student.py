@@ -6,39 +6,50 @@ the sandboxed process; nothing the student defined ever runs in the trusted proc
 
 from __future__ import annotations
 
+# Once a function has hung or blown its memory, calling it again would only cost the limit
+# again: later calls fail at once with the same error.
+_EXHAUSTING = ("timeout", "memory-limit")
+
 
 class Student:
     def __init__(self, sandbox):
         self._sandbox = sandbox
+        self._exhausted: dict[str, Exception] = {}
 
     def has(self, name: str) -> bool:
         return self._sandbox.has(name)
 
     def value(self, name: str):
         """A variable the submission defines (`ex1_scores`), as plain data."""
-        return _annotated(lambda: self._sandbox.get(name), f"reading {name}")
+        return self._annotated(lambda: self._sandbox.get(name), name, f"reading {name}")
 
     def call(self, name: str, *args, readonly: bool = False, **kwargs):
         """`name(*args, **kwargs)` run in the sandbox; `readonly` makes array inputs read-only."""
-        return _annotated(
+        return self._annotated(
             lambda: self._sandbox.call(name, *args, readonly=readonly, **kwargs),
+            name,
             f"calling {name}",
         )
 
     def call_with_inputs(self, name: str, *args, readonly: bool = False, **kwargs):
         """Like `call`, also returning the arguments as the function left them."""
-        return _annotated(
+        return self._annotated(
             lambda: self._sandbox.call_with_inputs(name, *args, readonly=readonly, **kwargs),
+            name,
             f"calling {name}",
         )
 
+    def _annotated(self, action, name: str, during: str):
+        """Run `action`; a StudentError leaves knowing which name it came from and when."""
+        from autograder.sandbox import StudentError
 
-def _annotated(action, during: str):
-    from autograder.sandbox import StudentError
-
-    try:
-        return action()
-    except StudentError as err:
-        if not getattr(err, "during", None):
-            err.during = during
-        raise
+        if name in self._exhausted:
+            raise self._exhausted[name]
+        try:
+            return action()
+        except StudentError as err:
+            if not getattr(err, "during", None):
+                err.during, err.target = during, name
+            if err.diagnosis in _EXHAUSTING:
+                self._exhausted[name] = err
+            raise

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.exercises import GRADED_CELL_IDS
+from autograder.exercises import EXERCISES, GRADED_CELL_IDS
 
 # nbformat takes about a second to import; a notebook is plain JSON and is read as such.
 
@@ -34,7 +34,8 @@ class SubmittedCell:
     source: str
     label: str
     first_line: int = 1
-    exercise: str | None = None  # known from the nbgrader grade_id of a notebook cell
+    exercise: str | None = None  # from the nbgrader grade_id of a notebook cell (`ex3_...`)
+    locked: bool = False  # a read-only cell of the release (setup, self-checks, graded cells)
 
 
 def read_submission(path: Path | str) -> list[SubmittedCell]:
@@ -113,20 +114,26 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
             raise SubmissionError(f"{name}: cell {index} has no readable source")
         grade_id = _grade_id(cell)
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+        prefix = (grade_id or "").partition("_")[0]
         out.append(
             SubmittedCell(
                 source=transform_magics(source),
                 label=label,
-                exercise=GRADED_CELL_IDS.get(grade_id or ""),
+                exercise=prefix if prefix in EXERCISES else None,
+                locked=_nbgrader(cell).get("locked") is True,
             )
         )
     return out
 
 
-def _grade_id(cell: dict) -> str | None:
+def _nbgrader(cell: dict) -> dict:
     meta = cell.get("metadata")
     nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
-    grade_id = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
+    return nbgrader if isinstance(nbgrader, dict) else {}
+
+
+def _grade_id(cell: dict) -> str | None:
+    grade_id = _nbgrader(cell).get("grade_id")
     return grade_id if isinstance(grade_id, str) and grade_id else None
 
 

@@ -1,0 +1,54 @@
+"""Diagnoses: the misconception behind each failed exercise, found by probing behaviour.
+
+`diagnose_submission` gives each exercise that lost points the codes of CONTRACT section 3
+that apply; an exercise with full marks gets none.
+"""
+
+from __future__ import annotations
+
+from autograder.diagnoses import ex1, ex2, ex3
+from autograder.diagnoses.codes import CODES, ordered
+from autograder.diagnoses.failures import cell_codes
+from autograder.exercises import EXERCISES
+
+PROBES = {"ex1": ex1.diagnose, "ex2": ex2.diagnose, "ex3": ex3.diagnose}
+_FATAL = ("timeout", "memory-limit")
+_CRASHES = ("crashed", "missing-name", "timeout", "memory-limit")
+
+__all__ = ["CODES", "diagnose_submission"]
+
+
+def _crashes_explained(failed, cell_codes) -> bool:
+    """Every crash was an exception raised in a test call (say, a matmul of transposed
+    shapes), none a dead process or a cell that failed to run."""
+    crashed = [r for r in failed if "crashed" in r.diagnoses]
+    return "crashed" not in cell_codes and all(r.raised for r in crashed)
+
+
+def diagnose_submission(
+    student, results, *, cells=(), outcomes=(), forbidden_imports=()
+) -> dict[str, list[str]]:
+    """Exercise -> diagnosis codes, in the contract's order.
+
+    results: the runner's TestResults; cells and outcomes: what ran when the submission
+    was loaded; forbidden_imports: modules the submission tried to import.
+    """
+    from_cells = cell_codes(cells, outcomes, forbidden_imports)
+    diagnoses = {}
+    for key in EXERCISES:
+        failed = [r for r in results if r.exercise == key and not r.passed]
+        if not failed:
+            diagnoses[key] = []
+            continue
+        codes = {code for r in failed for code in r.diagnoses} | from_cells[key]
+        if forbidden_imports and codes & set(_CRASHES):
+            codes.add("forbidden-import")
+        # A function that hung or blew up in a test would cost the limit again per probe.
+        given_up = {r.missing_name for r in failed if r.missing_name} | {
+            r.culprit for r in failed if r.culprit and set(r.diagnoses) & set(_FATAL)
+        }
+        behaviour = PROBES[key](student, given_up)
+        if behaviour and _crashes_explained(failed, from_cells[key]):
+            codes.discard("crashed")  # an exception that a misconception explains
+        diagnoses[key] = ordered(codes | behaviour)
+    return diagnoses

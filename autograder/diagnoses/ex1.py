@@ -1,0 +1,56 @@
+"""Exercise 1: which mistake the hand-computed numbers show.
+
+The student's pair of numbers is compared, to three decimals, with what each mistake gives
+for q = (1, 0), k1 = (1, 0), k2 = (0, 1), v1 = (1, 0), v2 = (0, 1), d_k = 2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import sdpa_ref
+from autograder.compare import THREE_DECIMALS
+from autograder.diagnoses.probe import Prober
+
+RAW = np.array([1.0, 0.0])  # (2,) q·k1, q·k2
+# What the scores become under each scale a student might use, and the code it shows.
+SCALES = {
+    1 / math.sqrt(2): "",
+    1.0: "no-scaling",
+    1 / 2: "wrong-scale",
+    math.sqrt(2): "wrong-scale",
+    2.0: "wrong-scale",
+}
+
+
+def _near(pair, expected) -> bool:
+    return pair is not None and bool(np.all(np.abs(pair - expected) <= THREE_DECIMALS))
+
+
+def _pair(answer):
+    try:
+        pair = np.asarray(answer.value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return pair if answer.ok and pair.shape == (2,) else None
+
+
+def diagnose(student, given_up: set[str] = frozenset()) -> set[str]:
+    prober = Prober(student, given_up)
+    scores = _pair(prober.value("ex1_scores"))
+    weights = _pair(prober.value("ex1_weights"))
+    output = _pair(prober.value("ex1_output"))
+    codes = set()
+    for scale, code in SCALES.items():
+        if not code:
+            continue
+        expected_weights = sdpa_ref.softmax(RAW * scale)  # (2,); the output equals the weights
+        if (_near(scores, RAW * scale) or _near(weights, expected_weights)
+                or _near(output, expected_weights)):
+            codes.add(code)
+    for pair in (weights, output):
+        if pair is not None and abs(pair.sum() - 1) > 2 * THREE_DECIMALS:
+            codes.add("not-normalized")
+    return codes

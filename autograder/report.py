@@ -1,0 +1,120 @@
+"""The grade report: the dict of CONTRACT section 2, and a readable table for a terminal."""
+
+from __future__ import annotations
+
+from autograder.diagnoses.codes import CODES
+from autograder.diagnoses.failures import cell_exercises
+from autograder.exercises import EXERCISES
+
+OUTPUT_LIMIT = 4000  # characters of the student's own output kept in the report
+
+
+def build_report(
+    submission: str, results, diagnoses: dict[str, list[str]], *, cells=(), outcomes=(),
+    output: str = "", warnings=(),
+) -> dict:
+    """Scores per test and exercise, diagnoses, and the cells that failed to run."""
+    failed_cells = _failed_cells(cells, outcomes)
+    exercises = {}
+    for key, exercise in EXERCISES.items():
+        own = [r for r in results if r.exercise == key]
+        tests = [
+            {
+                "name": r.name,
+                "score": r.score,
+                "max_score": r.max_score,
+                "passed": r.passed,
+                "message": _message(r, failed_cells.get(key, [])),
+            }
+            for r in own
+        ]
+        exercises[key] = {
+            "score": _points(sum(r.score for r in own)),
+            "max_score": exercise.max_score,
+            "diagnoses": list(diagnoses.get(key, [])),
+            "tests": tests,
+        }
+    report = {
+        "submission": submission,
+        "score": _points(sum(ex["score"] for ex in exercises.values())),
+        "max_score": _points(sum(ex.max_score for ex in EXERCISES.values())),
+        "exercises": exercises,
+        "cells": [cell for cells_ in failed_cells.values() for cell in cells_]
+        if failed_cells else [],
+        "output": output[:OUTPUT_LIMIT],
+        "warnings": list(warnings),
+    }
+    # Failed cells are listed once even when several exercises share them.
+    report["cells"] = _unique(report["cells"])
+    kit_errors = [f"{r.exercise}/{r.name}: {r.kit_error}" for r in results if r.kit_error]
+    if kit_errors:
+        report["kit_errors"] = kit_errors
+    return report
+
+
+def _points(value: float) -> float:
+    return round(float(value), 4)
+
+
+def _unique(items: list[dict]) -> list[dict]:
+    seen, out = set(), []
+    for item in items:
+        if item["cell"] not in seen:
+            seen.add(item["cell"])
+            out.append(item)
+    return out
+
+
+def _failed_cells(cells, outcomes) -> dict[str, list[dict]]:
+    """Exercise -> the cells of it that did not run cleanly ("" for unattributed ones)."""
+    by_label = {cell.label: cell for cell in cells}
+    failed: dict[str, list[dict]] = {}
+    for outcome in outcomes:
+        if outcome.status == "ok":
+            continue
+        entry = {"cell": outcome.label, "status": outcome.status, "error": outcome.error}
+        cell = by_label.get(outcome.label)
+        for key in (cell_exercises(cell) if cell else set()) or {""}:
+            failed.setdefault(key, []).append(entry)
+    return failed
+
+
+def _message(result, failed_cells: list[dict]) -> str:
+    """The test's message; for a missing name, the failing cell that should have defined it."""
+    if result.passed:
+        return ""
+    if result.missing_name and failed_cells:
+        cell = failed_cells[0]
+        return f"{result.message} ({cell['cell']} failed: {cell['error'] or cell['status']})"
+    return result.message
+
+
+def render_text(report: dict) -> str:
+    """The report as a table: one line per exercise, then each failed test and its message."""
+    lines = [f"Grade report for {report['submission']}", ""]
+    for key, ex in report["exercises"].items():
+        title = EXERCISES[key].title
+        lines.append(f"  {key}  {title:<38} {_fmt(ex['score']):>5} / {_fmt(ex['max_score'])}")
+        for test in ex["tests"]:
+            if not test["passed"]:
+                lines.append(f"       - {test['name']} ({_fmt(test['max_score'])} pt): "
+                             f"{test['message']}")
+        for code in ex["diagnoses"]:
+            lines.append(f"       diagnosis {code}: {CODES.get(code, '')}")
+    lines.append("")
+    lines.append(f"  {'total':<43} {_fmt(report['score']):>5} / {_fmt(report['max_score'])}")
+    if report.get("cells"):
+        lines += ["", "Cells that did not run cleanly:"]
+        lines += [f"  {c['cell']}: {c['status']} {c['error']}".rstrip() for c in report["cells"]]
+    if report.get("output"):
+        lines += ["", "Your code printed (first lines):"]
+        lines += ["  " + line for line in report["output"].splitlines()[:10]]
+    for warning in report.get("warnings", []):
+        lines.append(f"note: {warning}")
+    for error in report.get("kit_errors", []):
+        lines.append(f"kit error (please report): {error}")
+    return "\n".join(lines)
+
+
+def _fmt(points: float) -> str:
+    return f"{points:g}" if points != int(points) else f"{points:.1f}"
