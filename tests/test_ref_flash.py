@@ -1,0 +1,104 @@
+"""sdpa_ref.flash_attention: the same numbers as attention, without the (n, m) matrix."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from ref_spec import attention_spec, problems, ref_settings
+
+from sdpa_ref import attention, causal_mask, flash_attention
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+blocks = st.tuples(st.integers(1, 5), st.integers(1, 5))
+
+
+def dense(p, causal):
+    """What flash_attention must equal: attention with the causal mask, or no mask."""
+    n, m = p["Q"].shape[-2], p["K"].shape[-2]
+    mask = causal_mask(n, m) if causal else None
+    return attention(p["Q"], p["K"], p["V"], mask, scale=p["scale"])[0]
+
+
+@ref_settings
+@given(problems(magnitudes=(1.0, 1e3), masked=False, max_side=12), st.booleans(), blocks)
+def test_flash_equals_attention_in_float64(p, causal, block):
+    got = flash_attention(p["Q"], p["K"], p["V"], causal=causal, scale=p["scale"],
+                          block_q=block[0], block_k=block[1])
+    want = dense(p, causal)
+    assert got.shape == want.shape and got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+@ref_settings
+@given(problems(dtypes=(np.float32,), masked=False, max_side=12), st.booleans(), blocks)
+def test_flash_matches_the_specification_in_float32(p, causal, block):
+    got = flash_attention(p["Q"], p["K"], p["V"], causal=causal, scale=p["scale"],
+                          block_q=block[0], block_k=block[1])
+    n, m = p["Q"].shape[-2], p["K"].shape[-2]
+    want, _ = attention_spec(p["Q"], p["K"], p["V"], causal_mask(n, m) if causal else None,
+                             p["scale"])
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_shift_moves_when_a_later_key_scores_far_higher():
+    # Key 0 scores -2000 and key 5 scores +2000: weights relative to key 0 would be e**4000.
+    Q = np.array([[1.0, 0.0]])
+    K = np.zeros((8, 2))
+    K[0, 0], K[5, 0], K[6, 0] = -2000.0, 2000.0, 1999.0
+    V = np.arange(16.0).reshape(8, 2)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        got = flash_attention(Q, K, V, scale=1.0, block_k=2)
+    np.testing.assert_allclose(got, attention(Q, K, V, scale=1.0)[0], rtol=1e-12)
+    weight_on_key_6 = 1 / (1 + np.e)  # keys 5 and 6 share everything: softmax(2000, 1999)
+    np.testing.assert_allclose(got, np.array([[10.0, 11.0]]) + 2 * weight_on_key_6, rtol=1e-12)
+
+
+def test_tiles_that_do_not_divide_n_and_m_cover_everything():
+    rng = np.random.default_rng(0)
+    Q, K, V = rng.normal(size=(37, 5)), rng.normal(size=(53, 5)), rng.normal(size=(53, 3))
+    for causal in (False, True):
+        got = flash_attention(Q, K, V, causal=causal, block_q=8, block_k=16)
+        want = attention(Q, K, V, causal_mask(37, 53) if causal else None)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+def test_flash_never_allocates_the_score_matrix():
+    rng = np.random.default_rng(1)
+    n = m = 2048
+    Q, K, V = (rng.normal(size=(n, 8)) for _ in range(3))
+    tracemalloc.start()
+    try:
+        flash_attention(Q, K, V, block_q=128, block_k=256)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    score_matrix = n * m * 8  # 32 MiB
+    assert peak < score_matrix / 16, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_flash_keeps_the_dtype_and_the_batch_dims():
+    x = np.ones((2, 1, 5, 4), np.float32)
+    y = np.ones((3, 6, 4), np.float32)
+    out = flash_attention(x, y, y[..., :2], causal=True)
+    assert out.shape == (2, 3, 5, 2) and out.dtype == np.float32
+
+
+def test_flash_never_modifies_its_inputs_and_accepts_read_only_arrays():
+    rng = np.random.default_rng(2)
+    Q, K, V = rng.normal(size=(9, 3)), rng.normal(size=(11, 3)), rng.normal(size=(11, 2))
+    before = [x.copy() for x in (Q, K, V)]
+    for x in (Q, K, V):
+        x.flags.writeable = False
+    flash_attention(Q, K, V, causal=True, block_q=4, block_k=4)
+    for x, original in zip((Q, K, V), before, strict=True):
+        np.testing.assert_array_equal(x, original)
+
+
+def test_no_keys_at_all_gives_zero_output_like_attention():
+    out = flash_attention(np.ones((2, 3)), np.ones((0, 3)), np.ones((0, 4)))
+    np.testing.assert_array_equal(out, attention(np.ones((2, 3)), np.ones((0, 3)),
+                                                 np.ones((0, 4)))[0])
