@@ -444,7 +444,11 @@ def _ex3_attention_problems():
     except NotImplementedError as err:
         return [f"attention is not written yet ({err})."]
     except Exception as err:
-        return [f"attention(Q, K, V) with mask=None raised {type(err).__name__}: {err}"]
+        hint = ""
+        if isinstance(err, ValueError) and ("matmul" in str(err) or "shape" in str(err)):
+            hint = (f" Check the shapes, with n = {n} queries and m = {m} keys: Q K^T is (n, m) "
+                    "and (n, m) @ V is (n, d_v).")
+        return [f"attention(Q, K, V) with mask=None raised {type(err).__name__}: {err}.{hint}"]
     if not isinstance(result, tuple) or len(result) != 2:
         return ["attention should return the pair (out, attn)."]
     out, attn = (np.asarray(x) for x in result)
@@ -489,20 +493,24 @@ def _ex3_attention_problems():
         _, masked = attention(X, X, X, mask=future)
     except Exception as err:
         return problems + [f"attention with a mask raised {type(err).__name__}: {err}"]
-    masked = np.asarray(masked)  # (T, T)
+    masked = np.asarray(masked, dtype=float)  # (T, T)
     if not np.array_equal(future, mask_copy):
         problems.append("attention modified the mask: leave its inputs untouched.")
     if masked.shape != (T, T):
         return problems + [f"with T = {T} queries and keys, attn should be ({T}, {T}); "
                            f"got {masked.shape}."]
-    leak = np.abs(masked[future]).max()
+    if np.isnan(masked).any():
+        problems.append("with the causal mask your weights contain NaN: is a whole row masked?")
+    weights = np.nan_to_num(masked)  # (T, T): NaN counted as no weight
+    leak = np.abs(weights[future]).max()
     if leak > 1e-9:
-        kept = np.abs(masked[~future]).max()
+        kept = np.abs(weights[~future]).max()
         if kept < 1e-9:
             problems.append("your mask works backwards: True means 'masked out' (weight 0).")
         else:
             problems.append(f"a masked (future) key still gets weight {leak:.3f}: set masked scores "
-                            "to -inf (or a huge negative number) before the softmax, not to 0.")
+                            "to -inf (or a huge negative number) before the softmax; 0 is not "
+                            "enough.")
     for t, total in enumerate(masked.sum(axis=-1)):
         if abs(total - 1.0) > 1e-6:
             problems.append(f"with the causal mask, row {t} sums to {total:.2f}: mask the scores "

@@ -1,0 +1,280 @@
+"""The notebook's public self-checks catch the usual mistakes, with a message that says which.
+
+Each test runs the notebook's setup cell and one self-check cell in a fresh namespace holding a
+deliberately wrong (or right) answer, and reads what the self-check prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from sdpa_course.notebooks import source_notebook_path
+
+REPO = Path(__file__).resolve().parents[1]
+CLEAN = "these quick checks pass. More tests run when your work is graded."
+
+
+@pytest.fixture(scope="module")
+def cells() -> dict[str, str]:
+    nb = nbformat.read(source_notebook_path(REPO), as_version=4)
+    return {cell.id: cell.source for cell in nb.cells}
+
+
+def run_self_check(cells, grade_id: str, **student) -> str:
+    """What the self-check cell `grade_id` prints for a student namespace."""
+    namespace: dict = {}
+    exec(cells["setup"], namespace)
+    namespace.update(student)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        exec(cells[grade_id], namespace)
+    return buffer.getvalue()
+
+
+# Student answers, right and wrong, written the way students write them.
+
+def good_softmax(z):
+    z = np.asarray(z, dtype=float)  # (..., m)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))  # (..., m)
+    return e / e.sum(axis=-1, keepdims=True)  # (..., m)
+
+
+def softmax_over_queries(z):
+    z = np.asarray(z, dtype=float)  # (..., m)
+    e = np.exp(z - z.max())  # (..., m)
+    return e / e.sum(axis=0, keepdims=True)  # (..., m): normalised down the columns
+
+
+def unstable_softmax(z):
+    e = np.exp(np.asarray(z, dtype=float))  # (..., m): overflows for large scores
+    return e / e.sum(axis=-1, keepdims=True)  # (..., m)
+
+
+def softmax_in_place(z):
+    z -= z.max(axis=-1, keepdims=True)  # (..., m): changes the caller's array
+    np.exp(z, out=z)
+    z /= z.sum(axis=-1, keepdims=True)
+    return z
+
+
+def attention_factory(*, scale="sqrt", transpose=False, swap=False, mask_mode="neg_inf",
+                      normalise_axis=-1, mutate=False):
+    """attention(Q, K, V, mask) with one chosen mistake."""
+
+    def attention(Q, K, V, mask=None):
+        d_k = Q.shape[-1]
+        factor = {"sqrt": np.sqrt(d_k), "none": 1.0, "d_k": d_k}[scale]
+        if mutate:
+            Q /= factor  # (n, d_k): in place, the caller's Q changes
+            scores = Q @ K.T  # (n, m)
+        elif transpose:
+            scores = (K @ Q.T / factor).T  # (n, m), transposed back below
+        else:
+            scores = Q @ K.T / factor  # (n, m)
+        if mask is not None and mask_mode == "neg_inf":
+            scores = np.where(mask, -np.inf, scores)  # (n, m)
+        if mask is not None and mask_mode == "inverted":
+            scores = np.where(mask, scores, -np.inf)  # (n, m): keeps only the masked entries
+        if mask is not None and mask_mode == "zero":
+            scores = np.where(mask, 0.0, scores)  # (n, m)
+        with np.errstate(invalid="ignore"):  # a fully masked row is NaN, as a student's would be
+            e = np.exp(scores - scores.max(axis=normalise_axis, keepdims=True))  # (n, m)
+            attn = e / e.sum(axis=normalise_axis, keepdims=True)  # (n, m)
+        if mask is not None and mask_mode == "after_softmax":
+            attn = np.where(mask, 0.0, attn)  # (n, m): rows no longer sum to 1
+        out = attn @ V  # (n, d_v)
+        if transpose:
+            attn = attn.T  # (m, n): reported the wrong way round
+        return (attn, out) if swap else (out, attn)
+
+    return attention
+
+
+def not_written(*args, **kwargs):
+    raise NotImplementedError("Exercise 3: write attention() here")
+
+
+# --- Exercise 1 --------------------------------------------------------------------------------
+
+def test_ex1_accepts_hand_arithmetic_rounded_to_three_decimals(cells):
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.707, 0.0),
+                          ex1_weights=(0.670, 0.330), ex1_output=[0.670, 0.330])
+    assert CLEAN in said
+
+
+def test_ex1_reports_an_unanswered_stub(cells):
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=..., ex1_weights=...,
+                          ex1_output=...)
+    assert "ex1_scores is still `...`: not answered yet" in said
+
+
+def test_ex1_spots_unscaled_scores(cells):
+    weights = good_softmax(np.array([1.0, 0.0]))  # (2,)
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(1.0, 0.0), ex1_weights=weights,
+                          ex1_output=weights)
+    assert "divide it by sqrt(d_k)" in said and CLEAN not in said
+
+
+def test_ex1_spots_weights_that_do_not_sum_to_one(cells):
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.707, 0.0),
+                          ex1_weights=(2.03, 1.0), ex1_output=(2.03, 1.0))
+    assert "your weights sum to 3.030" in said
+
+
+def test_ex1_spots_a_wrong_shape(cells):
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.707, 0.0, 1.0),
+                          ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))
+    assert "ex1_scores should be two numbers" in said
+
+
+# --- Exercise 2 --------------------------------------------------------------------------------
+
+def test_ex2_softmax_passes_a_correct_softmax(cells):
+    assert CLEAN in run_self_check(cells, "ex2_selfcheck_softmax", softmax=good_softmax)
+
+
+def test_ex2_softmax_reports_the_release_stub(cells):
+    def softmax(z):
+        raise NotImplementedError("Exercise 2: write softmax() here")
+
+    said = run_self_check(cells, "ex2_selfcheck_softmax", softmax=softmax)
+    assert "softmax is not written yet (Exercise 2: write softmax() here)" in said
+
+
+def test_ex2_softmax_names_the_row_that_does_not_sum_to_one(cells):
+    said = run_self_check(cells, "ex2_selfcheck_softmax", softmax=softmax_over_queries)
+    assert "row 0 of your softmax sums to" in said and "right axis" in said
+
+
+def test_ex2_softmax_spots_overflow(cells):
+    said = run_self_check(cells, "ex2_selfcheck_softmax", softmax=unstable_softmax)
+    assert "exp overflowed" in said
+
+
+def test_ex2_softmax_spots_a_modified_input(cells):
+    said = run_self_check(cells, "ex2_selfcheck_softmax", softmax=softmax_in_place)
+    assert "changed its input array" in said
+
+
+def numbers(p_unscaled, p_scaled, gradient=lambda w: w * (1 - w)):
+    return dict(softmax=good_softmax, p_unscaled=p_unscaled, p_scaled=p_scaled,
+                grad_unscaled=gradient(1 - p_unscaled), grad_scaled=gradient(1 - p_scaled))
+
+
+def lesson_weight(gap: float) -> float:
+    return float(good_softmax(np.array([gap, 0.0]))[0])
+
+
+def test_ex2_numbers_pass_when_right(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers",
+                          **numbers(lesson_weight(8.0), lesson_weight(1.0)))
+    assert CLEAN in said
+
+
+def test_ex2_numbers_report_the_release_stub(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers", softmax=good_softmax, p_unscaled=...,
+                          p_scaled=..., grad_unscaled=..., grad_scaled=...)
+    assert "p_unscaled is still `...`: not answered yet" in said
+
+
+def test_ex2_numbers_spot_the_smaller_keys_weight(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers",
+                          **numbers(1 - lesson_weight(8.0), 1 - lesson_weight(1.0)))
+    assert "p_unscaled is the smaller key's weight" in said
+    assert "p_scaled is the smaller key's weight" in said
+
+
+def test_ex2_numbers_spot_a_missing_scale(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers",
+                          **numbers(lesson_weight(8.0), lesson_weight(8.0)))
+    assert "divide the scores by sqrt(64)" in said
+
+
+def test_ex2_numbers_spot_a_wrong_gradient_without_revealing_it(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers",
+                          **numbers(lesson_weight(8.0), lesson_weight(1.0),
+                                    gradient=lambda w: w * w))
+    assert "does not match a finite-difference estimate" in said
+    assert "0.19" not in said and "3.35" not in said
+
+
+def test_ex2_numbers_spot_a_negative_gradient(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers",
+                          **numbers(lesson_weight(8.0), lesson_weight(1.0),
+                                    gradient=lambda w: -w * (1 - w)))
+    assert "the derivative is positive" in said
+
+
+# --- Exercise 3 --------------------------------------------------------------------------------
+
+def good_causal_mask(T):
+    return np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T)
+
+
+@pytest.mark.parametrize("mistake, message", [
+    (dict(), CLEAN),
+    (dict(transpose=True), "did you multiply K by Q?"),
+    (dict(swap=True), "return (out, attn)"),
+    (dict(scale="none"), "the unscaled value: divide the scores by sqrt(d_k)"),
+    (dict(scale="d_k"), "Check the scale 1 / sqrt(d_k)"),
+    (dict(normalise_axis=0), "did you normalise over the right axis?"),
+    (dict(mask_mode="ignored"), "a masked (future) key still gets weight"),
+    (dict(mask_mode="zero"), "set masked scores to -inf"),
+    (dict(mask_mode="inverted"), "your mask works backwards"),
+    (dict(mask_mode="after_softmax"), "mask the scores before the softmax"),
+    (dict(mutate=True), "attention modified Q, K or V"),
+])
+def test_ex3_attention_self_check_names_the_mistake(cells, mistake, message):
+    said = run_self_check(cells, "ex3_selfcheck_attention", softmax=good_softmax,
+                          attention=attention_factory(**mistake))
+    assert message in said, said
+    if mistake:
+        assert CLEAN not in said
+
+
+def test_ex3_attention_gives_a_shape_hint_when_the_matrix_product_fails(cells):
+    def attention(Q, K, V, mask=None):
+        attn = good_softmax(K @ Q.T / np.sqrt(Q.shape[-1]))  # (m, n)
+        return attn @ V, attn  # (m, n) @ (m, d_v) fails when n != m
+
+    said = run_self_check(cells, "ex3_selfcheck_attention", attention=attention)
+    assert "Check the shapes, with n = 3 queries and m = 5 keys: Q K^T is (n, m)" in said
+
+
+def test_ex3_attention_reports_the_release_stub(cells):
+    said = run_self_check(cells, "ex3_selfcheck_attention", attention=not_written)
+    assert "attention is not written yet (Exercise 3: write attention() here)" in said
+
+
+def test_ex3_attention_reports_a_crash_without_a_mask(cells):
+    def attention(Q, K, V, mask=None):
+        return attention_factory()(Q, K, V, mask=mask.copy())  # None has no .copy()
+
+    said = run_self_check(cells, "ex3_selfcheck_attention", attention=attention)
+    assert "with mask=None raised" in said
+
+
+@pytest.mark.parametrize("causal_mask, message", [
+    (good_causal_mask, CLEAN),
+    (lambda T: np.triu(np.ones((T, T), dtype=bool)), "covers the diagonal"),
+    (lambda T: np.tril(np.ones((T, T), dtype=bool), k=-1), "covers the past"),
+    (lambda T: np.triu(np.ones((T, T), dtype=int), k=1), "dtype bool"),
+    (lambda T: np.zeros((T, T), dtype=bool), "above the diagonal (the future) should be True"),
+    (lambda T: np.ones((T, T + 1), dtype=bool), "should have shape (4, 4)"),
+])
+def test_ex3_causal_mask_self_check_names_the_mistake(cells, causal_mask, message):
+    said = run_self_check(cells, "ex3_selfcheck_causal_mask", causal_mask=causal_mask)
+    assert message in said, said
+
+
+def test_self_checks_report_undefined_names_instead_of_crashing(cells):
+    for grade_id in ("ex1_selfcheck", "ex2_selfcheck_softmax", "ex2_selfcheck_numbers",
+                     "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask"):
+        said = run_self_check(cells, grade_id)
+        assert "is not defined: run the" in said
