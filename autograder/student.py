@@ -17,7 +17,13 @@ class Student:
         self._exhausted: dict[str, Exception] = {}
 
     def has(self, name: str) -> bool:
-        return self._sandbox.has(name)
+        """Whether the submission defines `name`; False too if its process cannot answer."""
+        from autograder.sandbox import StudentError
+
+        try:
+            return self._sandbox.has(name)
+        except StudentError:
+            return False
 
     def value(self, name: str):
         """A variable the submission defines (`ex1_scores`), as plain data."""

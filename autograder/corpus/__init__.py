@@ -155,6 +155,10 @@ def cases() -> list[Case]:
         _ex3_attention_mistake("ex3-no-scaling-and-zero-fill", "two mistakes at once",
                                p.ATTENTION_NO_SCALING_ZERO_FILL, 7.5, "no-scaling",
                                "mask-zero-fill"),
+        _ex3_attention_mistake("ex3-stub-left", "the release's NotImplementedError stub",
+                               p.ATTENTION_STUB, 9.5, "crashed"),
+        _ex3_attention_mistake("ex3-masked-array", "returns numpy masked arrays",
+                               p.ATTENTION_MASKED_ARRAY, 9.5, "unsupported-type"),
         # -- exercise 3: causal mask
         _mistake("ex3-causal-diagonal", "causal_mask also hides the diagonal",
                  *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_DIAGONAL),
@@ -162,6 +166,13 @@ def cases() -> list[Case]:
         _mistake("ex3-causal-wrong-triangle", "causal_mask hides the past",
                  *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_WRONG_TRIANGLE),
                  lose={"ex3": 1.5}, codes={"ex3": ("causal-wrong-triangle",)}),
+        _mistake("ex3-causal-mask-missing", "causal_mask never written",
+                 *_with_ex3(p.ATTENTION_WHERE), lose={"ex3": 1.5},
+                 codes={"ex3": ("missing-name",)}),
+        # -- the whole file
+        _mistake("syntax-error", "a missing colon: the file does not parse",
+                 *_with_ex3(p.ATTENTION_WHERE, p.SYNTAX_ERROR), lose=FULL,
+                 codes={ex: ("missing-name", "syntax-error") for ex in FULL}),
         # -- hostile
         _hostile("patched-numpy", "patches numpy.allclose and friends, then gets it wrong",
                  p.PATCH_NUMPY, *_with_ex3(p.ATTENTION_NO_SCALING, p.CAUSAL_MASK_TRIU),

@@ -240,6 +240,21 @@ def attention(Q, K, V, mask=None):
 """
 ATTENTION_NO_SCALING_ZERO_FILL = attention_with(scores="Q @ K.T", masking="fill 0")
 
+ATTENTION_STUB = """
+def attention(Q, K, V, mask=None):
+    raise NotImplementedError("Exercise 3(a): write attention")
+"""
+
+ATTENTION_MASKED_ARRAY = ATTENTION_WHERE.replace(
+    "return weights @ V, weights",
+    "return np.ma.masked_invalid(weights @ V), np.ma.masked_invalid(weights)",
+)
+
+SYNTAX_ERROR = """
+def causal_mask(T)
+    return np.triu(np.ones((T, T), dtype=bool), k=1)
+"""
+
 # -- Hostile pieces ------------------------------------------------------------------------
 
 PATCH_NUMPY = """

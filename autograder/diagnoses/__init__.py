@@ -18,6 +18,16 @@ _CRASHES = ("crashed", "missing-name", "timeout", "memory-limit")
 __all__ = ["CODES", "diagnose_submission"]
 
 
+def _probe(key, student, given_up) -> set[str]:
+    """The exercise's behavioural codes; none if the student's process gave up answering."""
+    from autograder.sandbox import StudentError
+
+    try:
+        return PROBES[key](student, given_up)
+    except StudentError:
+        return set()
+
+
 def _crashes_explained(failed, cell_codes) -> bool:
     """Every crash was an exception raised in a test call (say, a matmul of transposed
     shapes), none a dead process or a cell that failed to run."""
@@ -47,7 +57,7 @@ def diagnose_submission(
         given_up = {r.missing_name for r in failed if r.missing_name} | {
             r.culprit for r in failed if r.culprit and set(r.diagnoses) & set(_FATAL)
         }
-        behaviour = PROBES[key](student, given_up)
+        behaviour = _probe(key, student, given_up)
         if behaviour and _crashes_explained(failed, from_cells[key]):
             codes.discard("crashed")  # an exception that a misconception explains
         diagnoses[key] = ordered(codes | behaviour)

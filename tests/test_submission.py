@@ -1,0 +1,135 @@
+"""Reading a submission into cells: notebooks, .py files and the broken inputs students send."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.submission import (
+    SubmissionError,
+    python_cells,
+    read_content,
+    read_submission,
+    transform_magics,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+ANSWER_KEY = ROOT / "solutions" / "sdpa" / "attention.ipynb"
+
+
+def make_notebook(*cells, grade_ids=("ex1_answer", "ex1_autograded")):
+    """A minimal nbformat-4 notebook: the given code cells after cells carrying grade_ids."""
+    def code(source, grade_id=None, locked=False):
+        meta = {}
+        if grade_id:
+            meta["nbgrader"] = {"grade_id": grade_id, "locked": locked, "solution": not locked,
+                                "grade": False, "schema_version": 3}
+        return {"cell_type": "code", "metadata": meta, "source": source, "outputs": [],
+                "execution_count": None}
+
+    tagged = [code("", gid, locked=gid.endswith("autograded")) for gid in grade_ids]
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+            "cells": [*tagged, *(code(c) if isinstance(c, str) else c for c in cells)]}
+
+
+def test_answer_key_gives_every_code_cell_in_order():
+    notebook = json.loads(ANSWER_KEY.read_text())
+    code_sources = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    cells = read_submission(ANSWER_KEY)
+    assert [c.source for c in cells] == [transform_magics(s) for s in code_sources]
+    assert len(cells) == len(code_sources) > 10
+
+
+def test_notebook_cells_know_their_exercise_and_lock_from_nbgrader_metadata():
+    cells = read_submission(ANSWER_KEY)
+    by_label = {c.label: c for c in cells}
+    attention = next(c for label, c in by_label.items() if "ex3_attention" in label)
+    graded = next(c for label, c in by_label.items() if "ex3_autograded" in label)
+    setup = next(c for label, c in by_label.items() if "(setup)" in label)
+    assert (attention.exercise, attention.locked) == ("ex3", False)
+    assert (graded.exercise, graded.locked) == ("ex3", True)
+    assert (setup.exercise, setup.locked) == (None, True)
+
+
+def test_magics_become_plain_python_and_plain_code_is_untouched():
+    assert "run_line_magic('matplotlib', 'inline')" in transform_magics("%matplotlib inline\n")
+    assert "system('ls')" in transform_magics("!ls\n")
+    plain = "x = 10 % 3\ny = x != 1\n"
+    assert transform_magics(plain) == plain
+
+
+def test_notebook_magic_cell_is_rewritten():
+    cells = read_content(make_notebook("%timeit 1 + 1\nx = 1\n"), name="a.ipynb")
+    assert "run_line_magic" in cells[-1].source and "x = 1" in cells[-1].source
+
+
+def test_py_file_gives_each_top_level_statement_with_its_first_line():
+    text = "import numpy as np\n\n\n@staticmethod\ndef f(x):\n    return x\n\nx = f(\n    1)\n"
+    cells = python_cells(text)
+    assert [(c.first_line, c.source.splitlines()[0]) for c in cells] == [
+        (1, "import numpy as np"), (4, "@staticmethod"), (8, "x = f(")]
+    assert cells[2].source == "x = f(\n    1)\n"
+
+
+def test_statements_sharing_a_line_stay_in_one_cell():
+    cells = python_cells("a = 1; b = 2\nc = 3\n")
+    assert [c.source for c in cells] == ["a = 1; b = 2\n", "c = 3\n"]
+
+
+def test_py_file_that_does_not_parse_is_passed_on_whole():
+    text = "x = 1\ndef broken(:\n    pass\n"
+    cells = read_content(text, name="s.py")
+    assert len(cells) == 1 and cells[0].source == text and cells[0].first_line == 1
+
+
+def test_invalid_notebook_json_is_refused_with_its_position(tmp_path):
+    path = tmp_path / "attention.ipynb"
+    path.write_text('{"cells": [\n  {"cell_type": "code",\n}')
+    with pytest.raises(SubmissionError, match=r"not a valid notebook.*line 3"):
+        read_submission(path)
+
+
+def test_notebook_of_another_assignment_is_refused():
+    other = make_notebook("x = 1", grade_ids=("hw2_q1", "hw2_q1_tests"))
+    with pytest.raises(SubmissionError, match="another assignment.*hw2_q1"):
+        read_content(other, name="hw2.ipynb")
+
+
+def test_notebook_without_nbgrader_cells_is_refused():
+    with pytest.raises(SubmissionError, match="none of its nbgrader cells"):
+        read_content(make_notebook("x = 1", grade_ids=()), name="blank.ipynb")
+
+
+def test_json_that_is_not_a_notebook_is_refused():
+    with pytest.raises(SubmissionError, match="not a Jupyter notebook"):
+        read_content('{"hello": 1}', name="a.ipynb")
+    with pytest.raises(SubmissionError, match="no notebook object"):
+        read_content("[1, 2]", name="a.ipynb")
+
+
+@pytest.mark.parametrize("content", ["", "   \n\n", b""])
+def test_empty_file_is_refused(content):
+    with pytest.raises(SubmissionError, match="empty"):
+        read_content(content, name="attention.py")
+
+
+def test_missing_path_and_folder_are_refused(tmp_path):
+    with pytest.raises(SubmissionError, match="no such file"):
+        read_submission(tmp_path / "nope.ipynb")
+    with pytest.raises(SubmissionError, match="is a folder"):
+        read_submission(tmp_path)
+
+
+def test_other_file_kinds_are_refused():
+    with pytest.raises(SubmissionError, match=r"\.ipynb.*\.py.*not \.txt"):
+        read_content("x = 1", name="answers.txt")
+    with pytest.raises(SubmissionError, match="not UTF-8"):
+        read_content(b"\xff\xfe\x00x", name="a.py")
+
+
+def test_content_as_bytes_text_or_dict_reads_like_the_file():
+    raw = ANSWER_KEY.read_bytes()
+    from_file = read_submission(ANSWER_KEY)
+    assert read_content(raw, name="attention.ipynb") == from_file
+    assert read_content(raw.decode(), name="attention.ipynb") == from_file
+    assert read_content(json.loads(raw), name="attention.ipynb") == from_file
