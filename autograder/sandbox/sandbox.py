@@ -1,0 +1,520 @@
+"""`Sandbox`: one submission's cells run in an isolated worker, queried with plain data.
+
+The trusted side of the sandbox. It never runs student code and never unpickles: it sends
+requests, reads `codec` replies under a deadline, interrupts then kills on time-outs, and
+respawns the worker (replaying the cells that succeeded) when student code killed it.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from . import codec
+from .errors import (
+    ForbiddenImport,
+    MissingName,
+    StudentDied,
+    StudentError,
+    StudentMemoryLimit,
+    StudentRaised,
+    StudentTimeout,
+    Unserializable,
+)
+from .limits import Limits
+from .pool import SandboxPool, default_pool
+
+SPAWN_SECONDS = 30.0
+CLOSE_SECONDS = 5.0
+MAX_DRAIN_BYTES = 4 * 2**20
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One notebook cell or one top-level statement of a .py submission."""
+
+    source: str  # Python source of one notebook cell or one top-level statement
+    label: str  # "cell 7" / "line 12", used in messages
+    first_line: int = 1  # line number of the cell's first line in the submission
+
+
+@dataclass
+class CellOutcome:
+    """What happened when one cell ran."""
+
+    label: str
+    status: str  # "ok" | "error" | "syntax-error" | "timeout" | "memory-limit" | "died"
+    error: str = ""  # student-facing one-line summary
+    output: str = ""  # the cell's captured stdout/stderr, truncated
+
+
+class _Output:
+    """Keeps the first `limit` bytes written, counts the rest."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.limit - len(self.kept)
+        if room > 0:
+            self.kept += data[:room]
+        self.dropped += max(0, len(data) - max(room, 0))
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[... {self.dropped} bytes dropped]"
+        return text
+
+
+class _Lost(Exception):
+    """The worker process is gone; `status` is a CellOutcome status, `message` says why."""
+
+    def __init__(self, status: str, message: str):
+        self.status = status
+        super().__init__(message)
+
+
+class _Worker:
+    """One forked worker process and the two channels to it."""
+
+    def __init__(self, pool: SandboxPool, limits: Limits, uid: int):
+        self.limits = limits
+        self.sock, self.out_fd = pool.spawn(limits, uid)
+        self.sock.setblocking(False)
+        os.set_blocking(self.out_fd, False)
+        self.group_kill = pool.mode != "namespaces"
+        self.buffer = bytearray()
+        self.pid = 0
+        self.exit_status: int | None = None
+        self.alive = True
+        self.request_id = 0
+        deadline = time.monotonic() + SPAWN_SECONDS
+        while not self.pid:
+            message, _ = self._next_message(deadline, None)
+            if message is None or message.get("op") == "setup-failed":
+                self.close()
+                detail = message.get("message") if message else "the worker exited"
+                raise RuntimeError(f"the sandbox worker could not start: {detail}")
+            if message.get("op") == "spawned" and type(message.get("pid")) is int:
+                self.pid = message["pid"]
+
+    # -- low level --------------------------------------------------------------------------
+
+    def _drain_output(self, sink: list[_Output]) -> None:
+        total = 0
+        while self.out_fd >= 0 and total < MAX_DRAIN_BYTES:
+            try:
+                data = os.read(self.out_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                os.close(self.out_fd)
+                self.out_fd = -1
+                return
+            total += len(data)
+            for output in sink:
+                output.add(data)
+
+    def _pop_frame(self) -> tuple[dict, bytes] | None:
+        size = codec.HEADER.size
+        if len(self.buffer) < size:
+            return None
+        json_len, blob_len = codec.parse_header(bytes(self.buffer[:size]),
+                                                self.limits.max_transfer_bytes)
+        end = size + json_len + blob_len
+        if len(self.buffer) < end:
+            return None
+        message = codec.parse_json(bytes(self.buffer[size:size + json_len]))
+        blob = bytes(self.buffer[size + json_len:end])
+        del self.buffer[:end]
+        return message, blob
+
+    def _next_message(self, deadline: float, sink: list[_Output] | None
+                      ) -> tuple[dict | None, bytes]:
+        """The next frame from the worker side; (None, b"") at end of stream.
+
+        Raises TimeoutError at the deadline and codec.MalformedMessage on garbage.
+        """
+        sink = sink or []
+        while True:
+            frame = self._pop_frame()
+            if frame is not None:
+                return frame
+            if self.sock is None:
+                return None, b""
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            watched = [self.sock] + ([self.out_fd] if self.out_fd >= 0 else [])
+            readable, _, _ = select.select(watched, [], [], remaining)
+            if self.out_fd in readable:
+                self._drain_output(sink)
+            if self.sock in readable:
+                try:
+                    data = self.sock.recv(1 << 20)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    self._drain_output(sink)
+                    self.sock.close()
+                    self.sock = None
+                    self.alive = False
+                else:
+                    self.buffer += data
+
+    def _send(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            _, writable, _ = select.select([], [self.sock], [], remaining)
+            if writable:
+                try:
+                    view = view[self.sock.send(view):]
+                except BlockingIOError:
+                    continue
+
+    def signal(self, signum: int) -> None:
+        if not self.pid or self.exit_status is not None:
+            return
+        try:
+            if self.group_kill and signum == signal.SIGKILL:
+                os.killpg(self.pid, signum)
+            os.kill(self.pid, signum)
+        except OSError:
+            pass
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def exchange(self, message: dict, blob: bytes | bytearray, seconds: float,
+                 sink: list[_Output]) -> tuple[dict, bytes, bool]:
+        """Send a request and wait for its reply: (reply, blob, interrupted).
+
+        `interrupted` means the time limit passed and SIGINT was sent, but the worker answered.
+        Raises _Lost if the worker is gone (killed here at the time limit, or dead).
+        """
+        if not self.alive or self.sock is None:
+            raise _Lost("died", "the submission's process is not running")
+        self.request_id += 1
+        message = dict(message, id=self.request_id)
+        deadline = time.monotonic() + seconds
+        interrupted = False
+        try:
+            self._send(codec.pack(message, blob), deadline)
+        except (TimeoutError, OSError):
+            self.kill()
+            raise _Lost("timeout", f"did not accept its input within {seconds:g} s") from None
+        while True:
+            try:
+                reply, reply_blob = self._next_message(deadline, sink)
+            except TimeoutError:
+                if not interrupted:
+                    interrupted = True
+                    self.signal(signal.SIGINT)
+                    deadline = time.monotonic() + self.limits.interrupt_grace_seconds
+                    continue
+                self.kill()
+                raise _Lost("timeout", f"timed out after {seconds:g} s") from None
+            except codec.MalformedMessage as exc:
+                self.kill()
+                raise _Lost("died", f"the process sent a malformed reply ({exc})") from None
+            if reply is None:
+                raise self._death()
+            op = reply.get("op")
+            if op == "setup-failed":
+                self.kill()
+                raise RuntimeError(f"the sandbox worker could not start: {reply.get('message')}")
+            if op == "exited":
+                status = reply.get("status")
+                self.exit_status = status if type(status) is int else -1
+            elif op == "reply" and reply.get("id") == self.request_id:
+                self._drain_output(sink)
+                return reply, reply_blob, interrupted
+
+    def _death(self) -> _Lost:
+        self.alive = False
+        status = self.exit_status
+        if status is None or status < 0:
+            return _Lost("died", "the process ended unexpectedly")
+        if os.WIFSIGNALED(status):
+            signum = os.WTERMSIG(status)
+            if signum == signal.SIGXCPU:
+                return _Lost("timeout", f"ran past its CPU limit ({self.limits.cpu_seconds} s)")
+            try:
+                name = signal.Signals(signum).name
+            except ValueError:
+                name = str(signum)
+            return _Lost("died", f"the process was killed by signal {name}")
+        return _Lost("died", f"the process exited with code {os.WEXITSTATUS(status)}")
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        self.alive = False
+
+    def close(self, wait: bool = True) -> None:
+        """Kill the worker and everything it started; wait until the monitor confirms."""
+        self.kill()
+        if wait and self.sock is not None:
+            deadline = time.monotonic() + CLOSE_SECONDS
+            try:
+                while self.sock is not None:
+                    message, _ = self._next_message(deadline, None)
+                    if message is None:
+                        break
+                    if message.get("op") == "exited":
+                        break
+            except (TimeoutError, codec.MalformedMessage):
+                pass
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.out_fd >= 0:
+            os.close(self.out_fd)
+            self.out_fd = -1
+
+
+def _located(text: str, label: str, line: int, with_label: bool) -> str:
+    if not line:
+        return text
+    return f"{text} ({label}, line {line})" if with_label and label else f"{text} (line {line})"
+
+
+class Sandbox:
+    """One submission, run in an isolated worker process; a context manager.
+
+    `start()` runs the cells; `has`, `get` and `call` then query the namespace they built.
+    """
+
+    def __init__(self, cells: list[Cell], limits: Limits | None = None,
+                 pool: SandboxPool | None = None):
+        self.cells = list(cells)
+        self.limits = limits or Limits()
+        self.pool = pool or default_pool()
+        self.forbidden_imports: set[str] = set()
+        self.warnings: list[str] = []
+        self.outcomes: list[CellOutcome] | None = None
+        self.last_output = ""  # stdout/stderr of the latest call, get or has
+        self.restarts = 0
+        self.uid = SandboxPool.new_uid()
+        self._output = _Output(self.limits.output_bytes)
+        self._replay: list[int] = []  # indices of the cells that ran without error
+        self._worker: _Worker | None = None
+        self._closed = False
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    @property
+    def output(self) -> str:
+        """All captured student stdout/stderr, truncated, with a dropped-bytes marker."""
+        return self._output.text()
+
+    @property
+    def pid(self) -> int:
+        """Host pid of the current worker (0 if none), for tests and diagnostics."""
+        return self._worker.pid if self._worker is not None and self._worker.alive else 0
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def _new_worker(self) -> _Worker:
+        if self._closed:
+            raise RuntimeError("this Sandbox is closed")
+        worker = _Worker(self.pool, self.limits, self.uid)
+        for text in self.pool.warnings:
+            if text not in self.warnings:
+                self.warnings.append(text)
+        return worker
+
+    def _discard_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.close(wait=False)
+            self._worker = None
+
+    def _respawn(self) -> None:
+        """A fresh worker with the successful cells replayed; StudentDied when out of restarts."""
+        self._discard_worker()
+        while True:
+            if self.restarts >= self.limits.max_restarts:
+                raise StudentDied(f"the submission's process was restarted "
+                                  f"{self.restarts} times; nothing more is run")
+            self.restarts += 1
+            worker = self._new_worker()
+            replayed = True
+            for index in list(self._replay):
+                cell = self.cells[index]
+                try:
+                    worker.exchange(self._run_request(cell), b"", self.limits.cell_seconds, [])
+                except _Lost:
+                    self._replay.remove(index)  # it ran once, but kills the process now
+                    worker.close(wait=False)
+                    replayed = False
+                    break
+            if replayed:
+                self._worker = worker
+                return
+
+    def _ready(self) -> _Worker:
+        if self.outcomes is None:
+            self.start()
+        if self._worker is None or not self._worker.alive:
+            self._respawn()
+        return self._worker
+
+    @staticmethod
+    def _run_request(cell: Cell) -> dict:
+        return {"op": "run", "source": cell.source, "label": cell.label,
+                "first_line": cell.first_line}
+
+    def _note_forbidden(self, reply: dict) -> None:
+        attempts = reply.get("forbidden")
+        if type(attempts) is list:
+            self.forbidden_imports.update(a for a in attempts if type(a) is str)
+
+    # -- cells ------------------------------------------------------------------------------
+
+    def start(self) -> list[CellOutcome]:
+        """Run every cell once, top to bottom, in one namespace; return what happened."""
+        if self.outcomes is not None:
+            return self.outcomes
+        self.outcomes = []
+        self._worker = self._new_worker()
+        for index, cell in enumerate(self.cells):
+            if self._worker is None:
+                try:
+                    self._respawn()
+                except StudentDied as exc:
+                    self.outcomes.append(CellOutcome(cell.label, "died", f"not run: {exc}"))
+                    continue
+            outcome = self._run_cell(cell)
+            if outcome.status == "ok":
+                self._replay.append(index)
+            self.outcomes.append(outcome)
+        return self.outcomes
+
+    def _run_cell(self, cell: Cell) -> CellOutcome:
+        segment = _Output(self.limits.output_bytes)
+        seconds = self.limits.cell_seconds
+        try:
+            reply, _, interrupted = self._worker.exchange(
+                self._run_request(cell), b"", seconds, [segment, self._output])
+        except _Lost as lost:
+            self._discard_worker()
+            return CellOutcome(cell.label, lost.status, str(lost), segment.text())
+        self._note_forbidden(reply)
+        output = segment.text()
+        if interrupted or reply.get("kind") == "interrupted":
+            return CellOutcome(cell.label, "timeout", f"timed out after {seconds:g} s", output)
+        if reply.get("ok"):
+            return CellOutcome(cell.label, "ok", "", output)
+        text = f"{reply.get('type', 'Error')}: {reply.get('message', '')}".rstrip(": ")
+        line = reply.get("line") if type(reply.get("line")) is int else 0
+        status = {"syntax": "syntax-error", "memory": "memory-limit"}.get(reply.get("kind"),
+                                                                          "error")
+        return CellOutcome(cell.label, status, _located(text, "", line, False), output)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def _request(self, message: dict, blob: bytes, what: str) -> tuple[dict, bytes]:
+        worker = self._ready()
+        segment = _Output(self.limits.output_bytes)
+        seconds = self.limits.call_seconds
+        try:
+            reply, reply_blob, interrupted = worker.exchange(
+                message, blob, seconds, [segment, self._output])
+        except _Lost as lost:
+            self._discard_worker()
+            self.last_output = segment.text()
+            if lost.status == "timeout":
+                raise StudentTimeout(f"{what} {lost}") from None
+            raise StudentDied(f"{what} stopped: {lost}") from None
+        self.last_output = segment.text()
+        self._note_forbidden(reply)
+        if interrupted:
+            raise StudentTimeout(f"{what} timed out after {seconds:g} s")
+        if not reply.get("ok"):
+            raise self._error(reply, what)
+        return reply, reply_blob
+
+    def _error(self, reply: dict, what: str) -> StudentError:
+        kind = reply.get("kind")
+        message = str(reply.get("message", ""))
+        if kind == "missing":
+            return MissingName(str(reply.get("name")))
+        if kind == "unsupported":
+            return Unserializable(message)
+        if kind == "interrupted":
+            return StudentTimeout(f"{what} timed out after {self.limits.call_seconds:g} s")
+        type_name = str(reply.get("type", "Error"))
+        line = reply.get("line") if type(reply.get("line")) is int else 0
+        where = f"{reply.get('label')}, line {line}" if line and reply.get("label") else (
+            f"line {line}" if line else "")
+        if kind == "memory":
+            return StudentMemoryLimit(_located(f"{type_name}: {message}".rstrip(": "),
+                                               str(reply.get("label", "")), line, True))
+        if kind == "forbidden":
+            return ForbiddenImport(str(reply.get("module") or "?"))
+        if kind == "protocol":
+            raise RuntimeError(f"sandbox protocol error: {message}")
+        return StudentRaised(type_name, message, where)
+
+    def _decode(self, doc, blob: bytes):
+        try:
+            return codec.decode(doc, blob, max_str_chars=self.limits.max_str_chars)
+        except codec.MalformedMessage as exc:
+            self._discard_worker()
+            raise StudentDied(f"the submission's process sent a malformed reply ({exc})") from None
+
+    def has(self, name: str) -> bool:
+        """Whether the submission defines the top-level name."""
+        reply, _ = self._request({"op": "has", "name": name}, b"", f"looking up `{name}`")
+        return reply.get("value") is True
+
+    def get(self, name: str) -> Any:
+        """A plain-data copy of a top-level name; MissingName if it is not defined."""
+        reply, blob = self._request({"op": "get", "name": name}, b"", f"reading `{name}`")
+        return self._decode(reply.get("value"), blob)
+
+    def call(self, name: str, *args, readonly: bool = False, **kwargs) -> Any:
+        """Call a student function with plain-data arguments; return a plain-data result."""
+        return self._call(name, args, kwargs, readonly, False)[0]
+
+    def call_with_inputs(self, name: str, *args, readonly: bool = False, **kwargs
+                         ) -> tuple[Any, tuple, dict]:
+        """Like call, plus the arguments as they are after the call (to spot mutation)."""
+        return self._call(name, args, kwargs, readonly, True)
+
+    def _call(self, name: str, args: tuple, kwargs: dict, readonly: bool, want_inputs: bool):
+        doc, blob = codec.encode([list(args), kwargs], max_str_chars=2**62)
+        message = {"op": "call", "name": name, "args": doc, "readonly": readonly,
+                   "return_inputs": want_inputs}
+        reply, reply_blob = self._request(message, blob, f"`{name}(...)`")
+        result = self._decode(reply.get("value"), reply_blob)
+        if not want_inputs:
+            return result, (), {}
+        inputs = self._decode(reply.get("inputs"), reply_blob)
+        if type(inputs) is not list or len(inputs) != 2 or type(inputs[1]) is not dict:
+            self._discard_worker()
+            raise StudentDied("the submission's process sent a malformed reply")
+        return result, tuple(inputs[0]), inputs[1]
+
+    def close(self) -> None:
+        """Kill the worker and every process the submission started."""
+        if self._worker is not None:
+            self._worker.close(wait=True)
+            self._worker = None
+        self._closed = True

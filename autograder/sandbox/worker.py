@@ -1,0 +1,240 @@
+"""The worker loop: runs a submission's cells in one namespace and answers the trusted side.
+
+Runs in the sandboxed child process (shipped as source, so it imports only the standard library,
+numpy and its sibling modules). Requests and replies are `codec` messages; student code runs
+only between reading a request and writing its reply, and SIGINT raises KeyboardInterrupt
+only then.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import signal
+import sys
+import traceback
+
+from . import codec
+from .blocker import ForbiddenModuleError, ImportBlocker
+
+MAX_MESSAGE_CHARS = 300
+PASSTHROUGH_MAGICS = ("time", "timeit", "capture", "prun")
+
+
+class IPythonStub:
+    """Enough of `get_ipython()` for transformed notebook cells: magics are ignored, except
+    the timing ones whose code still runs once, and shell commands are refused."""
+
+    def __init__(self, namespace: dict):
+        self._namespace = namespace
+
+    def _run(self, source: str) -> None:
+        exec(compile(source, "<magic>", "exec"), self._namespace)
+
+    def run_line_magic(self, name, line, *_args, **_kwargs):
+        if name in PASSTHROUGH_MAGICS and line.strip() and not line.lstrip().startswith("-"):
+            self._run(line)
+        return None
+
+    def run_cell_magic(self, name, line, cell, *_args, **_kwargs):
+        if name in PASSTHROUGH_MAGICS:
+            self._run(cell)
+        return None
+
+    def system(self, command, *_args, **_kwargs):
+        print(f"[grader] shell command not run: !{command}", file=sys.stderr)
+        return None
+
+    def getoutput(self, command, *_args, **_kwargs):
+        self.system(command)
+        return []
+
+    def magic(self, *_args, **_kwargs):
+        return None
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def _display(*_objects, **_kwargs):
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+class Worker:
+    def __init__(self, channel_fd: int, blocker: ImportBlocker, max_transfer: int,
+                 max_str_chars: int):
+        self.channel_fd = channel_fd
+        self.blocker = blocker
+        self.max_transfer = max_transfer
+        self.max_str_chars = max_str_chars
+        self.namespace = {"__name__": "__main__", "__builtins__": builtins}
+        self.namespace["get_ipython"] = lambda: IPythonStub(self.namespace)
+        self.namespace["display"] = _display
+        self.cell_files: dict[str, int] = {}  # filename -> line offset
+        self.student_running = False
+        self.interrupted = False
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _on_sigint(self, signum, frame):
+        if self.student_running:
+            self.interrupted = True
+            raise KeyboardInterrupt
+
+    def send(self, message: dict, blob: bytes | bytearray = b"") -> None:
+        message["forbidden"] = sorted(set(self.blocker.attempts))
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except Exception:  # the student may have replaced or closed it
+                pass
+        data = memoryview(codec.pack(message, blob))
+        while data:
+            written = os.write(self.channel_fd, data)
+            data = data[written:]
+
+    def serve(self) -> None:
+        signal.signal(signal.SIGINT, self._on_sigint)
+        while True:
+            try:
+                request, blob = codec.read_message(self.channel_fd, self.max_transfer)
+            except EOFError:
+                os._exit(0)
+            handler = getattr(self, "op_" + str(request.get("op")), None)
+            if handler is None:
+                self.send({"op": "reply", "ok": False, "kind": "protocol",
+                           "message": f"unknown request {request.get('op')!r}"})
+                continue
+            self.interrupted = False
+            try:
+                reply, reply_blob = handler(request, blob)
+            except BaseException as exc:  # noqa: BLE001 - anything escaping is reported
+                reply, reply_blob = self._failure(exc), b""
+            reply["op"] = "reply"
+            reply["id"] = request.get("id")
+            self.send(reply, reply_blob)
+
+    def _student(self, function, *args, **kwargs):
+        """Run student code with SIGINT armed."""
+        self.student_running = True
+        try:
+            return function(*args, **kwargs)
+        finally:
+            self.student_running = False
+
+    # -- errors -----------------------------------------------------------------------------
+
+    def _where(self, exc: BaseException) -> tuple[str, int]:
+        label, line = "", 0
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            filename = frame.f_code.co_filename
+            if filename in self.cell_files:
+                label, line = filename[1:-1], lineno
+        return label, line
+
+    def _failure(self, exc: BaseException) -> dict:
+        if isinstance(exc, KeyboardInterrupt) and self.interrupted:
+            return {"ok": False, "kind": "interrupted", "type": "KeyboardInterrupt",
+                    "message": "interrupted at the time limit"}
+        try:
+            message = _short(str(exc))
+        except BaseException:  # noqa: BLE001 - a hostile __str__
+            message = ""
+        label, line = self._where(exc)
+        kind = "raised"
+        if type(exc) is ForbiddenModuleError:
+            kind = "forbidden"
+        elif isinstance(exc, MemoryError):
+            kind = "memory"
+        return {"ok": False, "kind": kind, "type": codec.type_name(exc), "message": message,
+                "label": label, "line": line, "module": getattr(exc, "name", None)
+                if kind == "forbidden" else None}
+
+    def _encode(self, value, what: str):
+        """Encode a value for the reply, or describe why it cannot cross."""
+        try:
+            doc, blob = codec.encode(value, max_str_chars=self.max_str_chars)
+        except codec.UnsupportedValue as exc:
+            where = f" (at {what}{exc.path})" if exc.path else ""
+            article = "an" if exc.type_name[:1].lower() in "aeiou" else "a"
+            return None, None, f"{what} is {article} {exc.type_name}{where}; {exc.hint}"
+        if len(blob) > self.max_transfer:
+            return None, None, f"{what} is too large to return ({len(blob)} bytes)"
+        return doc, blob, ""
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def op_run(self, request: dict, _blob: bytes):
+        source, label = str(request["source"]), str(request["label"])
+        first_line = int(request.get("first_line", 1))
+        filename = f"<{label}>"
+        try:
+            tree = ast.parse(source, filename)
+            ast.increment_lineno(tree, first_line - 1)
+            code = compile(tree, filename, "exec")
+        except SyntaxError as exc:
+            line = first_line + (exc.lineno or 1) - 1
+            return {"ok": False, "kind": "syntax", "type": type(exc).__name__,
+                    "message": _short(exc.msg or "invalid syntax"), "line": line,
+                    "label": label}, b""
+        except (ValueError, MemoryError, RecursionError) as exc:
+            return {"ok": False, "kind": "syntax", "type": type(exc).__name__,
+                    "message": _short(str(exc)), "line": first_line, "label": label}, b""
+        self.cell_files[filename] = first_line
+        self._student(exec, code, self.namespace)
+        return {"ok": True}, b""
+
+    def op_has(self, request: dict, _blob: bytes):
+        return {"ok": True, "value": str(request["name"]) in self.namespace}, b""
+
+    def op_get(self, request: dict, _blob: bytes):
+        name = str(request["name"])
+        if name not in self.namespace:
+            return {"ok": False, "kind": "missing", "name": name}, b""
+        doc, blob, problem = self._encode(self.namespace[name], f"`{name}`")
+        if problem:
+            return {"ok": False, "kind": "unsupported", "message": problem}, b""
+        return {"ok": True, "value": doc}, blob
+
+    def op_call(self, request: dict, blob: bytes):
+        name = str(request["name"])
+        if name not in self.namespace:
+            return {"ok": False, "kind": "missing", "name": name}, b""
+        args, kwargs = codec.decode(request["args"], blob, readonly=bool(request["readonly"]))
+        function = self.namespace[name]
+        result = self._student(function, *args, **kwargs)
+        doc, result_blob, problem = self._encode(result, f"the value {name}(...) returned")
+        if problem:
+            return {"ok": False, "kind": "unsupported", "message": problem}, b""
+        reply = {"ok": True, "value": doc}
+        if request.get("return_inputs"):
+            shifted = len(result_blob)
+            inputs, inputs_blob, problem = self._encode([args, kwargs],
+                                                        f"an argument of {name}(...)")
+            if problem:
+                return {"ok": False, "kind": "unsupported", "message": problem}, b""
+            reply["inputs"] = _shift_offsets(inputs, shifted)
+            result_blob = bytes(result_blob) + bytes(inputs_blob)
+        return reply, result_blob
+
+
+def _shift_offsets(doc, shift: int):
+    """Move the blob offsets of an encoded value by `shift` (two values share one blob)."""
+    if type(doc) is list:
+        return [_shift_offsets(v, shift) for v in doc]
+    if type(doc) is dict:
+        (tag, body), = doc.items()
+        if tag == "a":
+            return {"a": [body[0], body[1], body[2] + shift, body[3]]}
+        if tag == "g":
+            return {"g": [body[0], body[1] + shift, body[2]]}
+        if tag == "d":
+            return {"d": [[k, _shift_offsets(v, shift)] for k, v in body]}
+        return {tag: _shift_offsets(body, shift)} if tag == "t" else doc
+    return doc
