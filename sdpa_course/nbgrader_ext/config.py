@@ -37,11 +37,12 @@ def configure_grading(c) -> None:
     import nbgrader
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute
+    from nbgrader.preprocessors import Execute, OverwriteCells
 
     from sdpa_course.nbgrader_ext.autograde import EngineGrades
     from sdpa_course.nbgrader_ext.feedback_summary import FeedbackSummary, GetGradesWithPending
     from sdpa_course.nbgrader_ext.redact import RedactFeedback
+    from sdpa_course.nbgrader_ext.restore_cells import OverwriteCellsInPlace
 
     # nbgrader's autograde pipeline, in its own order, with the engine in Execute's slot:
     # the scores must be in the cells before SaveAutoGrades reads them.
@@ -49,7 +50,12 @@ def configure_grading(c) -> None:
     c.Autograde.autograde_preprocessors = [
         EngineGrades if step is Execute else step for step in steps
     ]
-    # A deleted graded cell comes back (and is scored) instead of silently keeping no grade.
+    # A deleted graded cell comes back (and is scored) instead of silently keeping no grade;
+    # nbgrader's own way of putting it back fails on this notebook (see restore_cells).
+    sanitize = Autograde.class_traits()["sanitize_preprocessors"].default()
+    c.Autograde.sanitize_preprocessors = [
+        OverwriteCellsInPlace if step is OverwriteCells else step for step in sanitize
+    ]
     c.OverwriteCells.add_missing_cells = True
     # Feedback: grades (hand-graded parts marked pending), the summary, then redaction last,
     # so nothing rendered escapes it.

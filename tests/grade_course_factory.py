@@ -1,0 +1,86 @@
+"""Small factories for the class-grading tests: a released course and submissions to put in it.
+
+The course is made once per test session with the kit's own `init_course` and
+`release_assignment`, then copied per test; `use_fake_engine` points it at
+`tests/fake_engine.py` so the pipeline can be tested on scores it chooses.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+REPO = Path(__file__).resolve().parent.parent
+ANSWER_KEY = REPO / "solutions" / "sdpa" / "attention.ipynb"
+TIMESTAMP = "2026-11-20 09:30:00.000000 UTC"
+
+
+def released_course(path: Path) -> Path:
+    from sdpa_course.course import init_course, release_assignment
+
+    init_course(path)
+    release_assignment(path)
+    return path
+
+
+def use_fake_engine(course: Path, *, deadline: float = 5.0) -> None:
+    with (course / "nbgrader_config.py").open("a") as fh:
+        fh.write('\nc.EngineGrades.engine = "fake_engine:grade_submission"\n')
+        fh.write(f"c.ClassGrading.submission_deadline = {deadline}\n")
+
+
+def copy_course(template: Path, dest: Path) -> Path:
+    shutil.copytree(template, dest)
+    return dest
+
+
+def answer_key():
+    return nbformat.read(str(ANSWER_KEY), as_version=4)
+
+
+def with_code(nb, source: str):
+    """The notebook with one more code cell of the student's (e.g. a fake-engine marker)."""
+    nb = copy.deepcopy(nb)
+    nb.cells.append(new_code_cell(source))
+    return nb
+
+
+def without_cell(nb, grade_id: str):
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != grade_id]
+    return nb
+
+
+def with_cell_source(nb, grade_id: str, source: str):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            cell.source = source
+    return nb
+
+
+def other_assignment_notebook():
+    nb = new_notebook()
+    cell = new_code_cell("answer = 42")
+    cell.metadata["nbgrader"] = {"grade": False, "grade_id": "hw9_answer", "locked": False,
+                                 "schema_version": 3, "solution": True, "task": False}
+    nb.cells.append(cell)
+    return nb
+
+
+def submit(course: Path, student: str, notebook=None, *, text: str | None = None,
+           timestamp: str = TIMESTAMP) -> Path:
+    """Put a submission at submitted/<student>/sdpa/attention.ipynb (a notebook or raw text)."""
+    folder = course / "submitted" / student / "sdpa"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "attention.ipynb"
+    if text is not None:
+        path.write_text(text)
+    else:
+        nbformat.write(notebook if notebook is not None else answer_key(), str(path))
+    (folder / "timestamp.txt").write_text(timestamp)
+    return path
