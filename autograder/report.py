@@ -106,7 +106,7 @@ def render_text(report: dict) -> str:
     if report.get("cells"):
         lines += ["", "Cells that did not run cleanly:"]
         lines += [f"  {c['cell']}: {c['status']} {c['error']}".rstrip() for c in report["cells"]]
-    if report.get("output"):
+    if report.get("output") and report["score"] < report["max_score"]:
         lines += ["", "Your code printed (first lines):"]
         lines += ["  " + line for line in report["output"].splitlines()[:10]]
     for warning in report.get("warnings", []):

@@ -5,6 +5,7 @@ are shortened so that the endless loops of the hostile cases cost about a second
 """
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,9 @@ from autograder.sandbox import Limits
 
 QUICK = Limits(cell_seconds=2.0, call_seconds=1.0)
 CASES = {case.name: case for case in cases()}
+SUITES = Path(__file__).resolve().parents[1] / "autograder" / "suites"
+HIDDEN_LINES = {line.strip() for path in SUITES.glob("test_ex*.py")
+                for line in path.read_text().splitlines() if len(line.strip()) > 24}
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +51,8 @@ def test_messages_never_show_hidden_code_or_reference_values(reports, name):
         for test in exercise["tests"]:
             message = test["message"]
             assert not re.search(r"\d\.\d", message), message  # no computed values
-            assert "def test_" not in message and "sdpa_ref" not in message
-            assert "assert" not in message and "Traceback" not in message
+            assert not any(line in message for line in HIDDEN_LINES), message
+            assert "Traceback" not in message
             assert test["passed"] == (message == "")
 
 
