@@ -7,6 +7,7 @@ and what the tests call.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -113,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"sdpa-course {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `sdpa-course check x --json | head`: the reader left; that is not an error.
+        # Point stdout at devnull so the interpreter's final flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
