@@ -35,6 +35,8 @@ END_SOLUTION = "END SOLUTION"
 BEGIN_HIDDEN_TESTS = "BEGIN HIDDEN TESTS"
 END_HIDDEN_TESTS = "END HIDDEN TESTS"
 
+CELL_METADATA_KEYS = ("jupyter", "nbgrader")  # e.g. collapsed self-check code, grade ids
+
 REBUILD_COMMAND = "sdpa-course build (or: make notebooks)"
 
 
@@ -80,9 +82,10 @@ def source_notebook(text: str) -> nbformat.NotebookNode:
             new = nbformat.v4.new_markdown_cell(cell.source)
         else:
             new = nbformat.v4.new_raw_cell(cell.source)
-        # Only nbgrader's metadata is content; jupytext's keys are layout hints for the text.
-        if "nbgrader" in cell.metadata:
-            new.metadata["nbgrader"] = dict(cell.metadata["nbgrader"])
+        # nbgrader's and Jupyter's keys are content; jupytext's are layout hints for the text.
+        for key in CELL_METADATA_KEYS:
+            if key in cell.metadata:
+                new.metadata[key] = dict(cell.metadata[key])
         new.id = _cell_id(new, index)
         nb.cells.append(new)
     ids = [cell.id for cell in nb.cells]

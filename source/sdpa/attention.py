@@ -29,8 +29,8 @@
 #
 # **How this notebook works.** Write your answers in the cells that say `YOUR CODE HERE` or
 # `YOUR ANSWER HERE`. After each part there is a *self-check* cell: run it for a quick,
-# friendly first look at your answer. The self-checks are deliberately incomplete: more tests
-# run when your work is graded. *Run All* works at any time; parts you have not done yet are
+# friendly first look at your answer (its code is folded away: click the `...` bar to read
+# it). The self-checks are deliberately incomplete: more tests run when your work is graded. *Run All* works at any time; parts you have not done yet are
 # reported as "not answered yet" or "not written yet".
 #
 # You only need numpy (and matplotlib for one picture).
@@ -104,7 +104,7 @@ ex1_weights = (0.6698, 0.3302)
 ex1_output = (0.6698, 0.3302)
 ### END SOLUTION
 
-# %% nbgrader={"grade": false, "grade_id": "ex1_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex1_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 1: checks that your three answers fit together, not the final numbers.
 def _ex1_problems():
     answers = {}
@@ -127,9 +127,11 @@ def _ex1_problems():
     if abs(scores[0] - 1.0) < 2e-3:
         problems.append("ex1_scores[0] is the raw dot product q.k1 = 1: divide it by sqrt(d_k).")
     elif abs(scores[0] - 0.5) < 2e-3:
-        problems.append("ex1_scores[0] = 0.5 is q.k1 / d_k: the scale is 1 / sqrt(d_k), not 1 / d_k.")
+        problems.append("ex1_scores[0] = 0.5 is q.k1 / d_k: the scale is 1 / sqrt(d_k), "
+                        "not 1 / d_k.")
     if abs(weights.sum() - 1.0) > 2e-3:
-        problems.append(f"your weights sum to {weights.sum():.3f}: softmax weights always sum to 1.")
+        problems.append(f"your weights sum to {weights.sum():.3f}: softmax weights always "
+                        "sum to 1.")
     else:
         softmax_of_scores = np.exp(scores) / np.exp(scores).sum()  # (2,)
         if np.abs(weights - softmax_of_scores).max() > 2e-3:
@@ -158,13 +160,18 @@ print("Exercise 1 is graded when you submit; the self-check above is only a firs
 # sampling.
 
 # %%
-rng = np.random.default_rng(0)
-for d_k in (4, 16, 64, 256):
-    q = rng.normal(size=(10_000, d_k))  # (samples, d_k)
-    k = rng.normal(size=(10_000, d_k))  # (samples, d_k)
-    dots = (q * k).sum(axis=-1)  # (samples,): one q.k per sample
-    print(f"d_k = {d_k:3d}: std of q.k = {dots.std():5.2f}  (sqrt(d_k) = {np.sqrt(d_k):5.2f}),"
-          f"  std after dividing by sqrt(d_k) = {(dots / np.sqrt(d_k)).std():.2f}")
+def _show_score_spread(samples=10_000):
+    """Sample q.k for random unit-variance vectors and print its spread, raw and scaled."""
+    rng = np.random.default_rng(0)
+    for d_k in (4, 16, 64, 256):
+        q = rng.normal(size=(samples, d_k))  # (samples, d_k)
+        k = rng.normal(size=(samples, d_k))  # (samples, d_k)
+        dots = (q * k).sum(axis=-1)  # (samples,): one q.k per sample
+        print(f"d_k = {d_k:3d}: std of q.k = {dots.std():5.2f}  (sqrt(d_k) = {np.sqrt(d_k):5.2f}),"
+              f"  after dividing by sqrt(d_k): {(dots / np.sqrt(d_k)).std():.2f}")
+
+
+_show_score_spread()
 
 # %% [markdown]
 # Why does the size of the scores matter? The softmax only cares about *differences* between
@@ -206,7 +213,7 @@ def softmax(z):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_selfcheck_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex2_selfcheck_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 2(a), on the lesson's worked numbers.
 def _ex2_softmax_problems():
     if "softmax" not in globals():
@@ -278,7 +285,7 @@ grad_unscaled = (1 - p_unscaled) * p_unscaled
 grad_scaled = (1 - p_scaled) * p_scaled
 ### END SOLUTION
 
-# %% nbgrader={"grade": false, "grade_id": "ex2_selfcheck_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex2_selfcheck_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 2(b): the weights against the lesson, the gradients against a
 # finite-difference estimate made with your own softmax.
 def _ex2_number_problems():
@@ -428,7 +435,7 @@ def attention(Q, K, V, mask=None):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_selfcheck_attention", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_attention", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 3(a): shapes, rows, the lesson's scaling numbers and a causal mask.
 def _ex3_attention_problems():
     if "attention" not in globals():
@@ -508,9 +515,9 @@ def _ex3_attention_problems():
         if kept < 1e-9:
             problems.append("your mask works backwards: True means 'masked out' (weight 0).")
         else:
-            problems.append(f"a masked (future) key still gets weight {leak:.3f}: set masked scores "
-                            "to -inf (or a huge negative number) before the softmax; 0 is not "
-                            "enough.")
+            problems.append(f"a masked (future) key still gets weight {leak:.3f}: set masked "
+                            "scores to -inf (or a huge negative number) before the softmax; 0 is "
+                            "not enough.")
     for t, total in enumerate(masked.sum(axis=-1)):
         if abs(total - 1.0) > 1e-6:
             problems.append(f"with the causal mask, row {t} sums to {total:.2f}: mask the scores "
@@ -534,7 +541,7 @@ def causal_mask(T):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_selfcheck_causal_mask", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_causal_mask", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 3(b).
 def _ex3_causal_mask_problems():
     if "causal_mask" not in globals():
@@ -627,9 +634,14 @@ _draw_causal_attention()
 # of a single sequence:
 
 # %%
-for T in (1_024, 4_096, 16_384, 65_536):
-    mebibytes = T * T * 4 / 2**20  # float32 entries of one (T, T) weight matrix
-    print(f"T = {T:6d}: {mebibytes:9,.0f} MiB")
+def _show_attention_memory():
+    """Memory of one float32 (T, T) weight matrix for a few sequence lengths."""
+    for T in (1_024, 4_096, 16_384, 65_536):
+        mebibytes = T * T * 4 / 2**20  # 4 bytes per entry of the (T, T) matrix
+        print(f"T = {T:6d}: {mebibytes:9,.0f} MiB")
+
+
+_show_attention_memory()
 
 # %% [markdown]
 # This quadratic cost is the core limitation of standard attention. **FlashAttention** attacks
