@@ -124,4 +124,9 @@ def describe_student_error(err) -> str:
     text = str(err).strip() or type(err).__name__
     if len(text) > _ERROR_LIMIT:
         text = text[:_ERROR_LIMIT] + " ..."
+    if code == "unsupported-type":
+        name = getattr(err, "target", "the answer")
+        if "ellipsis" in text:
+            return f"{name} is still `...`: replace it with your answer"
+        return f"{name} gave something that cannot be graded as numbers: {text}"
     return f"your code failed while {during}: {text}"
