@@ -584,8 +584,8 @@ print("Exercise 3 is graded when you submit; the self-checks above are only a fi
 #
 # Once your `attention` and `causal_mask` work, the cell below runs causal self-attention on a
 # random sequence of $T = 8$ tokens and draws the weight matrix: row $t$ is query position $t$,
-# column $j$ is key position $j$. The upper triangle (the future) should be exactly zero, and
-# the first token, which can only see itself, puts all its weight on itself.
+# column $j$ is key position $j$. The upper triangle (the future) should be exactly zero (drawn
+# in grey), and the first token, which can only see itself, puts all its weight on itself.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_heatmap", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _draw_causal_attention():
@@ -608,11 +608,14 @@ def _draw_causal_attention():
     if attn.shape != (T, T):
         print(f"No picture: attn should have shape ({T}, {T}), got {attn.shape}.")
         return
+    # Exact zeros in light grey: a working mask greys out the whole upper triangle.
+    colours = plt.get_cmap("viridis").copy()
+    colours.set_bad("0.85")
     fig, ax = plt.subplots(figsize=(5, 4))
-    image = ax.imshow(attn, cmap="viridis", vmin=0.0, vmax=1.0)
+    image = ax.imshow(np.ma.masked_equal(attn, 0.0), cmap=colours, vmin=0.0, vmax=1.0)
     ax.set_xlabel("key position j")
     ax.set_ylabel("query position t")
-    ax.set_title("Causal self-attention weights")
+    ax.set_title("Causal self-attention weights (grey: exactly 0)")
     ax.set_xticks(range(T))
     ax.set_yticks(range(T))
     fig.colorbar(image, ax=ax, label="weight")
