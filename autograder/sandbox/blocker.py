@@ -14,10 +14,13 @@ import os
 import sys
 
 FORBIDDEN_PACKAGES = ("sdpa_ref", "autograder", "sdpa_course")
+REFUSAL = "is not allowed in a submission"
 
 
-class ForbiddenModuleError(ModuleNotFoundError):
-    """Raised to student code instead of giving it a forbidden module."""
+def is_refusal(exc: BaseException) -> bool:
+    """Whether `exc` is the error this module raises instead of a forbidden module."""
+    return (type(exc) is ModuleNotFoundError and isinstance(exc.name, str)
+            and exc.name in FORBIDDEN_PACKAGES and str(exc).endswith(REFUSAL))
 
 
 class ImportBlocker:
@@ -31,7 +34,7 @@ class ImportBlocker:
     def refuse(self, fullname: str):
         top = fullname.partition(".")[0]
         self.attempts.append(top)
-        raise ForbiddenModuleError(f"importing '{top}' is not allowed in a submission", name=top)
+        raise ModuleNotFoundError(f"importing '{top}' {REFUSAL}", name=top)
 
     # importlib.abc.MetaPathFinder protocol
     def find_spec(self, fullname, path=None, target=None):

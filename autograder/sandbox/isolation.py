@@ -155,8 +155,9 @@ def enter_zygote(isolation: str, hidden: list[str]) -> tuple[str, list[str], str
     Returns (mode, warnings, root path on the host or "").
     """
     if isolation == "none":
-        return "none", ["sandbox isolation disabled by configuration: no network or file "
-                        "isolation, processes bounded by rlimits and a process group"], ""
+        return "none", ["degraded sandbox isolation (isolation='none' was asked for): no "
+                        "network or file isolation beyond the audit hook; processes bounded by "
+                        "rlimits and a process group"], ""
     reason = ""
     if not sys.platform.startswith("linux"):
         reason = f"Linux namespaces are unavailable on {sys.platform}"

@@ -93,6 +93,7 @@ class _Worker:
         self.buffer = bytearray()
         self.pid = 0
         self.exit_status: int | None = None
+        self.cpu_seconds = 0.0
         self.alive = True
         self.request_id = 0
         deadline = time.monotonic() + SPAWN_SECONDS
@@ -237,8 +238,9 @@ class _Worker:
                 self.kill()
                 raise RuntimeError(f"the sandbox worker could not start: {reply.get('message')}")
             if op == "exited":
-                status = reply.get("status")
+                status, cpu = reply.get("status"), reply.get("cpu_seconds")
                 self.exit_status = status if type(status) is int else -1
+                self.cpu_seconds = float(cpu) if type(cpu) in (int, float) else 0.0
             elif op == "reply" and reply.get("id") == self.request_id:
                 self._drain_output(sink)
                 return reply, reply_blob, interrupted
@@ -248,10 +250,14 @@ class _Worker:
         status = self.exit_status
         if status is None or status < 0:
             return _Lost("died", "the process ended unexpectedly")
+        # However it ended (SIGXCPU, its handler's exit, the hard limit's SIGKILL), a worker
+        # that used up its CPU time was stopped by the CPU limit.
+        if (self.cpu_seconds >= self.limits.cpu_seconds - 0.05
+                or (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU)
+                or (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGXCPU)):
+            return _Lost("timeout", f"ran past its CPU limit ({self.limits.cpu_seconds} s)")
         if os.WIFSIGNALED(status):
             signum = os.WTERMSIG(status)
-            if signum == signal.SIGXCPU:
-                return _Lost("timeout", f"ran past its CPU limit ({self.limits.cpu_seconds} s)")
             try:
                 name = signal.Signals(signum).name
             except ValueError:

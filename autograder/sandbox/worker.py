@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from . import codec
-from .blocker import ForbiddenModuleError, ImportBlocker
+from .blocker import ImportBlocker, is_refusal
 
 MAX_MESSAGE_CHARS = 300
 PASSTHROUGH_MAGICS = ("time", "timeit", "capture", "prun")
@@ -55,6 +55,10 @@ class IPythonStub:
 
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
+
+
+def _exit_at_cpu_limit(signum, frame):
+    os._exit(128 + signal.SIGXCPU)
 
 
 def _display(*_objects, **_kwargs):
@@ -101,6 +105,8 @@ class Worker:
 
     def serve(self) -> None:
         signal.signal(signal.SIGINT, self._on_sigint)
+        # Init of a PID namespace ignores SIGXCPU by default: exit at the soft CPU limit.
+        signal.signal(signal.SIGXCPU, _exit_at_cpu_limit)
         while True:
             try:
                 request, blob = codec.read_message(self.channel_fd, self.max_transfer)
@@ -148,7 +154,7 @@ class Worker:
             message = ""
         label, line = self._where(exc)
         kind = "raised"
-        if type(exc) is ForbiddenModuleError:
+        if is_refusal(exc):
             kind = "forbidden"
         elif isinstance(exc, MemoryError):
             kind = "memory"

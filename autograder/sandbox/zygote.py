@@ -76,8 +76,11 @@ def _write(fd: int, message: dict) -> None:
         pass
 
 
-def _monitor(pid: int, channel_fd: int) -> int:
-    """Wait for the worker; kill it if the trusted side hangs up. Return its wait status."""
+def _monitor(pid: int, channel_fd: int) -> tuple[int, float]:
+    """Wait for the worker; kill it if the trusted side hangs up.
+
+    Returns its wait status and the CPU seconds it used.
+    """
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
@@ -87,9 +90,9 @@ def _monitor(pid: int, channel_fd: int) -> int:
     if pidfd is not None:
         poller.register(pidfd, select.POLLIN)
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
-            return status
+            return status, usage.ru_utime + usage.ru_stime
         for fd, events in poller.poll(None if pidfd is not None else 200):
             if fd == channel_fd and events & (select.POLLHUP | select.POLLERR):
                 os.kill(pid, signal.SIGKILL)
@@ -162,7 +165,7 @@ def _spawn(request: dict, channel_fd: int, out_fd: int, mode: str,
         os._exit(71)
     os.close(out_fd)
     _write(channel_fd, {"op": "spawned", "pid": pid})
-    status = _monitor(pid, channel_fd)
+    status, cpu_seconds = _monitor(pid, channel_fd)
     if mode != "namespaces":
         try:
             os.killpg(pid, signal.SIGKILL)
@@ -171,7 +174,7 @@ def _spawn(request: dict, channel_fd: int, out_fd: int, mode: str,
         if mode == "uid":
             isolation.kill_uid(uid)
         shutil.rmtree(workdir, ignore_errors=True)
-    _write(channel_fd, {"op": "exited", "status": status})
+    _write(channel_fd, {"op": "exited", "status": status, "cpu_seconds": cpu_seconds})
 
 
 def main(config: dict) -> None:

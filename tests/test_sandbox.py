@@ -1,0 +1,409 @@
+"""The sandbox keeps hostile student code away from grading: one claim per test."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import autograder
+from autograder.sandbox import (
+    Cell,
+    ForbiddenImport,
+    Limits,
+    MissingName,
+    Sandbox,
+    SandboxPool,
+    StudentDied,
+    StudentMemoryLimit,
+    StudentRaised,
+    StudentTimeout,
+    Unserializable,
+)
+from autograder.sandbox.isolation import processes_of
+
+REPO = Path(autograder.__file__).resolve().parent.parent
+FAST = Limits(cell_seconds=1.5, call_seconds=1.0, interrupt_grace_seconds=0.3, cpu_seconds=10,
+              memory_mb=256, max_restarts=4)
+linux_root = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0,
+    reason="namespace isolation needs Linux and root")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool() as shared:
+        yield shared
+
+
+@pytest.fixture
+def run(pool):
+    """Factory: a started Sandbox built from source strings, closed after the test."""
+    opened = []
+
+    def make(*sources: str, limits: Limits = FAST, sandbox_pool=None) -> Sandbox:
+        cells = [Cell(textwrap.dedent(s), f"cell {i + 1}") for i, s in enumerate(sources)]
+        sandbox = Sandbox(cells, limits=limits, pool=sandbox_pool or pool)
+        opened.append(sandbox)
+        sandbox.start()
+        return sandbox
+
+    yield make
+    for sandbox in opened:
+        sandbox.close()
+
+
+def statuses(sandbox: Sandbox) -> list[str]:
+    return [outcome.status for outcome in sandbox.outcomes]
+
+
+# -- the execution model -------------------------------------------------------------------
+
+
+def test_cells_share_one_namespace_and_values_come_back_as_plain_data(run):
+    sandbox = run("import numpy as np\nx = np.arange(6.0).reshape(2, 3)",
+                  "y = (x.sum(), [1, 'a', None], {'k': 2j}, np.float32(0.5), True)")
+    x, y = sandbox.get("x"), sandbox.get("y")
+    assert type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (2, 3)
+    np.testing.assert_array_equal(x, np.arange(6.0).reshape(2, 3))
+    assert y == (15.0, [1, "a", None], {"k": 2j}, np.float32(0.5), True)
+    assert type(y[3]) is np.float32
+
+
+def test_error_in_one_cell_is_reported_and_the_next_cell_still_runs(run):
+    sandbox = run("a = 1", "b = 2\n\nc = 1 / 0", "d = a + b")
+    assert statuses(sandbox) == ["ok", "error", "ok"]
+    assert sandbox.outcomes[1].error == "ZeroDivisionError: division by zero (line 3)"
+    assert sandbox.get("d") == 3
+
+
+def test_syntax_error_reports_its_line_in_the_submission(pool):
+    cells = [Cell("x = 1", "line 1", 1), Cell("def f(:\n    pass", "line 7", 7)]
+    with Sandbox(cells, limits=FAST, pool=pool) as sandbox:
+        outcomes = sandbox.start()
+    assert outcomes[1].status == "syntax-error"
+    assert outcomes[1].error.startswith("SyntaxError:") and outcomes[1].error.endswith("(line 7)")
+
+
+def test_student_exception_in_a_call_carries_type_message_and_place(run):
+    sandbox = run("def f(x):\n    return {}[x]")
+    with pytest.raises(StudentRaised) as raised:
+        sandbox.call("f", "key")
+    assert raised.value.type_name == "KeyError" and raised.value.message == "'key'"
+    assert raised.value.where == "cell 1, line 2"
+    assert raised.value.diagnosis == "crashed"
+
+
+def test_missing_name_raises_missing_name(run):
+    sandbox = run("x = 1")
+    assert sandbox.has("x") and not sandbox.has("attention")
+    with pytest.raises(MissingName) as missing:
+        sandbox.call("attention", 1)
+    assert missing.value.name == "attention" and missing.value.diagnosis == "missing-name"
+
+
+# -- patching and state ----------------------------------------------------------------------
+
+
+def test_patched_numpy_reaches_neither_the_grader_nor_the_next_student(run):
+    cheat = run("import numpy\nnumpy.allclose = lambda *a, **k: True\n"
+                "def check():\n    return numpy.allclose(1, 2)")
+    assert cheat.call("check") is True
+    assert np.allclose(1, 2) is False or not np.allclose(1, 2)
+    honest = run("import numpy\ndef check():\n    return bool(numpy.allclose(1, 2))")
+    assert honest.call("check") is False
+
+
+def test_os_exit_in_a_cell_is_recorded_and_later_cells_run_with_earlier_state(run):
+    sandbox = run("x = 41", "import os\nos._exit(3)", "y = x + 1")
+    assert statuses(sandbox) == ["ok", "died", "ok"]
+    assert "exited with code 3" in sandbox.outcomes[1].error
+    assert sandbox.get("y") == 42
+
+
+def test_os_exit_inside_a_call_raises_died_and_the_next_call_works(run):
+    sandbox = run("import os\nscale = 2\ndef f(x):\n    if x < 0:\n        os._exit(1)\n"
+                  "    return scale * x")
+    assert sandbox.call("f", 1) == 2
+    with pytest.raises(StudentDied, match="exited with code 1"):
+        sandbox.call("f", -1)
+    assert sandbox.call("f", 5) == 10  # a fresh process with the cells replayed
+    assert sandbox.restarts == 1
+
+
+def test_infinite_loop_at_top_level_times_out_and_later_cells_run(run):
+    started = time.monotonic()
+    sandbox = run("a = 1", "while True:\n    pass", "b = a + 1")
+    assert statuses(sandbox) == ["ok", "timeout", "ok"]
+    assert sandbox.get("b") == 2
+    assert time.monotonic() - started < 5
+
+
+def test_infinite_loop_inside_a_call_times_out_and_later_calls_work(run):
+    sandbox = run("def spin(n):\n    while n:\n        pass\n    return 7")
+    started = time.monotonic()
+    with pytest.raises(StudentTimeout):
+        sandbox.call("spin", 1)
+    assert time.monotonic() - started < FAST.call_seconds + 1
+    assert sandbox.call("spin", 0) == 7
+    assert sandbox.restarts == 0  # KeyboardInterrupt was enough: same process
+
+
+def test_swallowed_keyboard_interrupt_is_killed_and_the_sandbox_recovers(run):
+    sandbox = run("def stubborn():\n    while True:\n        try:\n            while True:\n"
+                  "                pass\n        except KeyboardInterrupt:\n            pass\n"
+                  "def fine():\n    return 'ok'",
+                  "try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n"
+                  "    while True:\n        pass",
+                  "after = 1")
+    assert statuses(sandbox) == ["ok", "timeout", "ok"]
+    with pytest.raises(StudentTimeout):
+        sandbox.call("stubborn")
+    assert sandbox.call("fine") == "ok"
+
+
+def test_cpu_limit_stops_a_loop_the_wall_clock_would_allow(run):
+    limits = Limits(cell_seconds=10, call_seconds=10, cpu_seconds=1, max_restarts=2)
+    sandbox = run("def spin():\n    while True:\n        pass", limits=limits)
+    started = time.monotonic()
+    with pytest.raises(StudentTimeout, match="CPU"):
+        sandbox.call("spin")
+    assert time.monotonic() - started < 5
+
+
+def test_memory_hog_raises_memory_limit_in_a_call_and_in_a_cell(run):
+    sandbox = run("hog = bytearray(2**31)", "def grab():\n    return len(bytearray(2**31))\n"
+                  "def small():\n    return 1")
+    assert sandbox.outcomes[0].status == "memory-limit"
+    with pytest.raises(StudentMemoryLimit) as hit:
+        sandbox.call("grab")
+    assert hit.value.diagnosis == "memory-limit"
+    assert sandbox.call("small") == 1
+
+
+def test_too_many_restarts_stop_respawning(run):
+    sandbox = run("import os\ndef die():\n    os._exit(9)",
+                  limits=Limits(call_seconds=2, max_restarts=2))
+    for _ in range(3):
+        with pytest.raises(StudentDied):
+            sandbox.call("die")
+    with pytest.raises(StudentDied, match="restarted 2 times"):
+        sandbox.call("die")
+
+
+# -- output and warnings -----------------------------------------------------------------------
+
+
+def test_ten_megabytes_of_print_are_truncated_and_grading_is_unaffected(run):
+    sandbox = run("print('x' * 10_000_000)\nvalue = 3", "import sys\nsys.stderr.write('e' * 5000)")
+    assert statuses(sandbox) == ["ok", "ok"]
+    assert sandbox.get("value") == 3
+    assert len(sandbox.output) < FAST.output_bytes + 100
+    assert "bytes dropped]" in sandbox.output
+    assert sandbox.outcomes[0].output.startswith("xxx")
+
+
+def test_warnings_never_turn_into_failures(run):
+    sandbox = run("import warnings, numpy as np\nwarnings.warn('careful')\n"
+                  "z = float(np.float64(1e308) * 10)\n"
+                  "def f():\n    warnings.warn('again', RuntimeWarning)\n"
+                  "    return float(np.log(np.float64(0)))")
+    assert statuses(sandbox) == ["ok"]
+    assert sandbox.get("z") == float("inf")
+    assert sandbox.call("f") == float("-inf")
+    assert "careful" in sandbox.output
+
+
+def test_magics_are_ignored_timing_magics_run_their_code_and_shell_is_refused(run):
+    sandbox = run("get_ipython().run_line_magic('matplotlib', 'inline')\n"
+                  "get_ipython().system('touch /tmp/shell-ran')\n"
+                  "get_ipython().run_line_magic('time', 'x = 5')",
+                  "get_ipython().run_cell_magic('time', '', 'y = x + 1\\n')",
+                  "import matplotlib.pyplot as plt, numpy as np\n"
+                  "plt.imshow(np.eye(3)); plt.colorbar(); plt.show()\nimport os\n"
+                  "ran = os.path.exists('/tmp/shell-ran')")
+    assert statuses(sandbox) == ["ok", "ok", "ok"]
+    assert sandbox.get("y") == 6 and sandbox.get("ran") is False
+    assert "shell command not run" in sandbox.output
+
+
+# -- what can cross ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("source", "named"), [
+    ("class A(np.ndarray):\n    pass\nvalue = np.zeros(3).view(A)", "A"),
+    ("value = np.ma.masked_array([1.0, 2.0], mask=[True, False])", "numpy.ma.MaskedArray"),
+    ("class Liar(float):\n    def __eq__(self, other):\n        return True\nvalue = Liar(1.0)",
+     "Liar"),
+    ("class Any:\n    def __eq__(self, other):\n        return True\nvalue = [1, Any()]", "Any"),
+    ("value = np.array(['a', 'b'])", "dtype <U1"),
+    ("value = np.array([1, None])", "dtype object"),
+])
+def test_values_that_are_not_plain_data_cannot_cross(run, source, named):
+    sandbox = run("import numpy as np\n" + source + "\ndef give():\n    return value")
+    with pytest.raises(Unserializable, match=named) as refused:
+        sandbox.get("value")
+    with pytest.raises(Unserializable, match=named):
+        sandbox.call("give")
+    assert refused.value.diagnosis == "unsupported-type"
+
+
+def test_masked_array_message_tells_the_student_what_to_return(run):
+    sandbox = run("import numpy as np\ndef attention(Q):\n    return np.ma.masked_array(Q)")
+    with pytest.raises(Unserializable) as refused:
+        sandbox.call("attention", np.ones(2))
+    assert "numpy.ma.MaskedArray" in str(refused.value)
+    assert "plain numpy array" in str(refused.value)
+
+
+def test_read_only_arguments_arrive_read_only_and_cannot_be_made_writable(run):
+    sandbox = run("def probe(a):\n    flags = [a.flags.writeable]\n    try:\n"
+                  "        a.flags.writeable = True\n    except ValueError:\n"
+                  "        flags.append('refused')\n    return flags")
+    assert sandbox.call("probe", np.ones(3), readonly=True) == [False, "refused"]
+    assert sandbox.call("probe", np.ones(3)) == [True]
+
+
+def test_call_with_inputs_shows_in_place_mutation(run):
+    sandbox = run("def scale(Q, K=None):\n    Q *= 2\n    K.append(1)\n    return Q.sum()")
+    q = np.ones((2, 2))
+    result, args, kwargs = sandbox.call_with_inputs("scale", q, K=[0])
+    assert result == 8.0
+    np.testing.assert_array_equal(args[0], np.full((2, 2), 2.0))
+    assert kwargs == {"K": [0, 1]}
+    np.testing.assert_array_equal(q, np.ones((2, 2)))  # the trusted copy is untouched
+
+
+def test_garbage_written_to_the_reply_channel_is_contained(run):
+    sandbox = run("import os\ndef forge():\n    for fd in range(3, 64):\n        try:\n"
+                  "            os.write(fd, b'SDPA' + b'\\xff' * 40)\n        except OSError:\n"
+                  "            pass\n    return 1\ndef honest():\n    return 2")
+    with pytest.raises(StudentDied, match="malformed"):
+        sandbox.call("forge")
+    assert sandbox.call("honest") == 2
+
+
+# -- imports and files ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("source", "module"), [
+    ("import sdpa_ref", "sdpa_ref"),
+    ("from sdpa_ref import attention", "sdpa_ref"),
+    ("import importlib\nimportlib.import_module('sdpa' + '_ref')", "sdpa_ref"),
+    ("__import__('autograder.engine')", "autograder"),
+    (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nimport sdpa_course", "sdpa_course"),
+    ("import sys\nsys.meta_path[:] = sys.meta_path[1:]\nimport sdpa_ref", "sdpa_ref"),
+])
+def test_forbidden_imports_are_blocked_and_recorded_in_every_spelling(run, source, module):
+    sandbox = run(source + "\ngot_it = True")
+    assert sandbox.outcomes[0].status == "error"
+    assert not sandbox.has("got_it")
+    assert module in sandbox.forbidden_imports
+
+
+def test_loading_the_reference_by_file_path_gives_nothing(run):
+    path = REPO / "sdpa_ref" / "__init__.py"
+    sandbox = run("import importlib.util\n"
+                  f"spec = importlib.util.spec_from_file_location('x', {str(path)!r})\n"
+                  "module = importlib.util.module_from_spec(spec)\n"
+                  "spec.loader.exec_module(module)\ngot_it = True")
+    assert sandbox.outcomes[0].status == "error"
+    assert not sandbox.has("got_it")
+
+
+def test_import_inside_a_call_raises_forbidden_import(run):
+    sandbox = run("def cheat():\n    import sdpa_ref\n    return 1")
+    with pytest.raises(ForbiddenImport) as blocked:
+        sandbox.call("cheat")
+    assert blocked.value.module == "sdpa_ref" and blocked.value.diagnosis == "forbidden-import"
+
+
+def test_hidden_suites_reference_and_answer_key_are_unreadable(run):
+    targets = [REPO / "autograder" / "__init__.py", REPO / "sdpa_ref" / "__init__.py",
+               *sorted((REPO / "solutions").rglob("*.ipynb"))[:1]]
+    probes = "\n".join(f"try:\n    open({str(t)!r}).read(1)\n    read.append({str(t)!r})\n"
+                       "except OSError:\n    pass" for t in targets)
+    sandbox = run("read = []\n" + probes)
+    assert statuses(sandbox) == ["ok"]
+    assert sandbox.get("read") == []
+
+
+def test_gradebook_passed_as_hidden_path_is_unreadable(tmp_path):
+    gradebook = tmp_path / "gradebook.db"
+    gradebook.write_text("secret")
+    source = f"try:\n    seen = open({str(gradebook)!r}).read()\nexcept OSError:\n    seen = ''"
+    with SandboxPool(hidden_paths=[gradebook]) as pool:
+        with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
+            sandbox.start()
+            assert sandbox.get("seen") == ""
+
+
+@linux_root
+def test_network_connections_fail(run):
+    sandbox = run("import socket\nerrors = []\nfor host in ('127.0.0.1', '1.1.1.1'):\n"
+                  "    try:\n        socket.create_connection((host, 80), timeout=0.5)\n"
+                  "    except OSError as exc:\n        errors.append(type(exc).__name__)")
+    assert len(sandbox.get("errors")) == 2
+
+
+@linux_root
+def test_student_runs_unprivileged_in_an_empty_workdir_with_a_scrubbed_environment(run):
+    sandbox = run("import os\nuid = os.getuid()\nfiles = os.listdir('.')\n"
+                  "env = sorted(os.environ)\nhome = os.environ['HOME'] == os.getcwd()")
+    assert sandbox.get("uid") == sandbox.uid != 0
+    assert sandbox.get("files") == [] and sandbox.get("home") is True
+    assert set(sandbox.get("env")) <= {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG",
+                                       "MPLBACKEND", "MPLCONFIGDIR", "PYTHONDONTWRITEBYTECODE",
+                                       "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                       "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                                       "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"}
+
+
+# -- processes -----------------------------------------------------------------------------
+
+
+@linux_root
+def test_setsid_and_double_fork_daemons_are_gone_after_close(run):
+    sandbox = run("import subprocess, os, time\n"
+                  "subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+                  "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+                  "        while True:\n            open('beacon', 'w').write('alive')\n"
+                  "            time.sleep(0.05)\n    os._exit(0)\n"
+                  "time.sleep(0.2)")
+    assert statuses(sandbox) == ["ok"]
+    assert len(processes_of(sandbox.uid)) >= 3  # worker, sleep, daemon
+    sandbox.close()
+    assert processes_of(sandbox.uid) == []
+
+
+@linux_root
+def test_fork_bomb_is_bounded_and_cleaned_up(run):
+    limits = Limits(cell_seconds=2, call_seconds=1, processes=16, max_restarts=2)
+    sandbox = run("import os\nfor _ in range(64):\n    try:\n        os.fork()\n"
+                  "    except OSError:\n        break", "after = 1", limits=limits)
+    assert len(processes_of(sandbox.uid)) <= limits.processes
+    sandbox.close()
+    assert processes_of(sandbox.uid) == []
+
+
+# -- degraded isolation --------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:degraded sandbox isolation")
+def test_degraded_isolation_warns_and_still_times_out_and_blocks_imports(run):
+    with SandboxPool(isolation="none") as weak:
+        sandbox = run("import importlib\ntry:\n    importlib.import_module('sdpa_ref')\n"
+                      "except ImportError:\n    blocked = True",
+                      f"try:\n    open({str(REPO / 'autograder' / '__init__.py')!r}).read()\n"
+                      "    leaked = True\nexcept OSError:\n    leaked = False",
+                      "while True:\n    pass", "after = 1", sandbox_pool=weak)
+        assert statuses(sandbox) == ["ok", "ok", "timeout", "ok"]
+        assert sandbox.get("blocked") is True and sandbox.get("leaked") is False
+        assert "sdpa_ref" in sandbox.forbidden_imports
+        assert any("degraded" in w for w in sandbox.warnings)
+        sandbox.close()
