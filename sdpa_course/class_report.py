@@ -65,8 +65,10 @@ def _plot_scores(records: dict[str, dict], path: Path) -> None:
     for ax, ex in zip(axes[0], exercises, strict=False):
         scores = [r["exercises"][ex]["score"] for r in graded if ex in r["exercises"]]
         top = max([r["exercises"][ex]["max_score"] for r in graded if ex in r["exercises"]] or [1])
-        ax.hist(scores, bins=min(12, max(4, int(top) + 1)), range=(0, top), color="#4c72b0",
-                edgecolor="white")
+        counts = Counter(scores)  # one bar per score actually given (half points exist)
+        ax.bar(list(counts), list(counts.values()), width=0.4, color="#4c72b0")
+        ax.set_xlim(-0.5, top + 0.5)
+        ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_title(f"{ex} (max {top:g})")
         ax.set_xlabel("score")
         ax.set_ylabel("students")

@@ -10,18 +10,73 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 from pathlib import Path
 
+import jinja2
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from traitlets.config import Config
 
 from sdpa_course.coursedir import Course
+
+_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")
+
+
+class ClassFeedbackExporter(HTMLExporter):
+    """nbconvert's HTMLExporter for a whole class in a row: same template, same page.
+
+    Most cells are the same in every student's notebook (the lesson, the self-checks), so
+    code highlighting and markdown rendering are cached by source. nbconvert's last pass
+    parses the whole page with BeautifulSoup only to add `alt` to images without one and
+    `tabindex` to JupyterLab-template cells; the classic template the feedback uses has no
+    such cells, and the `alt` is added here by a regular expression.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._highlighted: dict = {}
+        self._markdown: dict = {}
+
+    @jinja2.pass_context
+    def markdown2html(self, context, source):
+        cell = context.get("cell", {})
+        if cell.get("attachments"):
+            return super().markdown2html(context, source)
+        path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        key = (source, path)
+        if key not in self._markdown:
+            self._markdown[key] = super().markdown2html(context, source)
+        return self._markdown[key]
+
+    def _cached_highlight(self, highlight):
+        def highlight_code(source, language=None, metadata=None):
+            key = (source, language, (metadata or {}).get("magics_language"))
+            if key not in self._highlighted:
+                self._highlighted[key] = highlight(source, language, metadata)
+            return self._highlighted[key]
+
+        return highlight_code
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        langinfo = nb.metadata.get("language_info", {})
+        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+        highlight = self._cached_highlight(Highlight2HTML(pygments_lexer=lexer, parent=self))
+        resources = self._init_resources(resources)
+        self.register_filter("highlight_code", highlight)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+            notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        html = _IMG_WITHOUT_ALT.sub(
+            '<img alt="No description has been provided for this image"', html)
+        return html, resources
 
 
 def feedback_exporter(course: Course):
     """An HTMLExporter set up as GenerateFeedback sets up its own, with its preprocessors."""
     import nbgrader
-    from nbconvert.exporters import HTMLExporter
     from nbgrader.converters import GenerateFeedback
 
     config = copy.deepcopy(course.config)
@@ -35,7 +90,7 @@ def feedback_exporter(course: Course):
         str(templates / "static" / "node_modules" / "bootstrap" / "dist" / "css")
     ]
     config.merge(extra)
-    exporter = HTMLExporter(config=config)
+    exporter = ClassFeedbackExporter(config=config)
     steps = config.GenerateFeedback.get(
         "preprocessors", GenerateFeedback.class_traits()["preprocessors"].default()
     )
