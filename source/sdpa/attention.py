@@ -420,6 +420,9 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 # $n$ may differ from $m$, and $d_k$ from $d_v$. Do not modify `Q`, `K`, `V` or `mask`. You may
 # use your `softmax` from Exercise 2. (Rows in which every key is masked are not part of this
 # exercise.)
+#
+# Its self-check verifies, among other things, the two structural facts of a causal example:
+# every row of `attn` sums to 1, and the strict upper triangle (the future) is exactly 0.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention(Q, K, V, mask=None):
@@ -456,7 +459,7 @@ def _ex3_attention_problems():
             hint = (f" Check the shapes, with n = {n} queries and m = {m} keys: Q K^T is (n, m) "
                     "and (n, m) @ V is (n, d_v).")
         return [f"attention(Q, K, V) with mask=None raised {type(err).__name__}: {err}.{hint}"]
-    if not isinstance(result, tuple) or len(result) != 2:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
         return ["attention should return the pair (out, attn)."]
     out, attn = (np.asarray(x) for x in result)
     if out.shape == (n, m) and attn.shape == (n, d_v):
