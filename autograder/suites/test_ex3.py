@@ -38,7 +38,8 @@ def run_attention(student, Q, K, V, *, readonly=False, **mask):
 def check_result(result, Q, K, V):
     n, (m, d_v) = Q.shape[0], V.shape
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        kind = f"{len(result)} values" if isinstance(result, (tuple, list)) else "one value"
+        kind = (f"{len(result)} values" if isinstance(result, (tuple, list))
+                else "None" if result is None else "one value")
         raise Mismatch(f"attention should return two arrays, (out, attn); it returned {kind}")
     out, attn = as_array(result[0], "out"), as_array(result[1], "attn")
     if out.shape == (n, m) and attn.shape == (n, d_v) and (n, m) != (n, d_v):
