@@ -1,0 +1,124 @@
+"""The engine's parts on their own: the runner, the misconception models, the checks."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sdpa_ref
+from autograder.compare import Mismatch, as_array, as_number, expect_close
+from autograder.diagnoses.codes import CODES, ordered
+from autograder.diagnoses.misconceptions import Model, all_models
+from autograder.runner import SuiteTest, run_tests
+from autograder.sandbox import MissingName, StudentRaised
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FakeStudent:
+    """Stands in for the sandbox proxy: values and functions from a dict, in-process."""
+
+    def __init__(self, **names):
+        self.names = names
+
+    def has(self, name):
+        return name in self.names
+
+    def value(self, name):
+        if name not in self.names:
+            raise MissingName(name)
+        return self.names[name]
+
+
+def _test(function, exercise="ex1", points=1.0):
+    return SuiteTest(exercise, function.__name__.removeprefix("test_"), points, function)
+
+
+def test_runner_scores_passes_and_keeps_going_after_failures():
+    def test_passes(student):
+        student.value("a")
+
+    def test_mismatch(student):
+        raise Mismatch("a is wrong: try again")
+
+    def test_missing(student):
+        student.value("nope")
+
+    def test_raises(student):
+        raise StudentRaised("ValueError", "bad shapes")
+
+    results = run_tests(FakeStudent(a=1), tuple(map(_test, (
+        test_passes, test_mismatch, test_missing, test_raises))))
+    assert [(r.name, r.score, r.diagnoses) for r in results] == [
+        ("passes", 1.0, ()), ("mismatch", 0.0, ()), ("missing", 0.0, ("missing-name",)),
+        ("raises", 0.0, ("crashed",))]
+    assert results[1].message == "a is wrong: try again"
+    assert results[2].missing_name == "nope" and "nope is not defined" in results[2].message
+
+
+def test_a_bug_in_a_check_is_a_kit_error_not_a_student_failure():
+    def test_buggy(student):
+        return {}["key"]
+
+    (result,) = run_tests(FakeStudent(), (_test(test_buggy),))
+    assert not result.passed and result.kit_error == "KeyError: 'key'"
+    assert "could not be checked" in result.message
+
+
+def test_correct_model_is_the_reference():
+    rng = np.random.default_rng(0)
+    Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    mask = sdpa_ref.causal_mask(3, 5)
+    for args in ((Q, K, V), (Q, K, V, mask)):
+        for got, want in zip(Model()(*args), sdpa_ref.attention(*args), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_each_single_mistake_changes_the_answer_on_a_masked_probe():
+    rng = np.random.default_rng(1)
+    Q, K, V = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    mask = sdpa_ref.causal_mask(4)
+    correct = Model()(Q, K, V, mask)
+    for model in (m for m in all_models() if m.deviations == 1):
+        attn = model(Q, K, V, mask)[1]
+        assert not np.allclose(attn, correct[1], equal_nan=True), model
+
+
+def test_models_come_simplest_first_and_name_known_codes():
+    models = all_models()
+    assert models[0] == Model() and models[0].codes == frozenset()
+    assert [m.deviations for m in models] == sorted(m.deviations for m in models)
+    assert set().union(*(m.codes for m in models)) <= set(CODES)
+
+
+def test_codes_are_reported_in_the_contracts_order():
+    assert ordered({"crashed", "no-scaling", "mask-inverted"}) == [
+        "no-scaling", "mask-inverted", "crashed"]
+
+
+def test_checks_refuse_wrong_types_before_shapes_and_shapes_before_values():
+    with pytest.raises(Mismatch, match="None"):
+        as_array(None, "out")
+    with pytest.raises(Mismatch, match="booleans"):
+        as_array(np.zeros((2, 2)), "mask", dtype_kind="booleans")
+    with pytest.raises(Mismatch, match="single number"):
+        as_number([0.5], "p_scaled")
+    with pytest.raises(Mismatch, match=r"shape \(2, 3\), got \(3, 2\)"):
+        expect_close(np.zeros((3, 2)), np.zeros((2, 3)), "attn")
+    with pytest.raises(Mismatch, match="not broadcast|shape"):
+        expect_close(np.zeros((1, 3)), np.zeros((2, 3)), "attn")  # never broadcast
+    with pytest.raises(Mismatch, match="NaN"):
+        expect_close(np.array([np.nan, 1.0]), np.array([0.0, 1.0]), "attn")
+
+
+@pytest.mark.slow
+def test_instructor_runs_the_hidden_suites_with_pytest():
+    key = ROOT / "solutions" / "sdpa" / "attention.ipynb"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "autograder/suites", "--submission", str(key), "-q",
+         "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "18 passed" in done.stdout
