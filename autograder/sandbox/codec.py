@@ -29,6 +29,7 @@ HEADER = struct.Struct("!4sQQ")
 MAX_JSON_BYTES = 16 * 2**20
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
+MAX_INT_BITS = 10_000  # about 3000 digits, below Python's int-to-text limit
 _DTYPE_RE = re.compile(r"^[<>|=][biufc][0-9]{1,2}$")
 _NUMPY_SCALAR_TYPES = frozenset(
     t for t in set(np.sctypeDict.values()) if np.dtype(t).kind in "biufc"
@@ -79,6 +80,8 @@ class _Encoder:
             raise UnsupportedValue(type_name(value), path, "the value is nested too deeply or "
                                    "is too large")
         kind = type(value)
+        if kind is int and value.bit_length() > MAX_INT_BITS:
+            raise UnsupportedValue("int", path, "integers are limited to about 3000 digits")
         if value is None or kind is bool or kind is int or kind is float:
             return value
         if kind is str:
@@ -197,7 +200,7 @@ def decode(doc, blob: bytes | bytearray, *, readonly: bool = False,
 
 
 def pack(message: dict, blob: bytes | bytearray = b"") -> bytes:
-    """One framed message: header, JSON, blob."""
+    """One framed message: header, JSON, blob (ValueError if an int is too long for text)."""
     text = json.dumps(message, separators=(",", ":")).encode()
     return HEADER.pack(MAGIC, len(text), len(blob)) + text + bytes(blob)
 

@@ -152,14 +152,8 @@ class _Worker:
                 return frame
             if self.sock is None:
                 return None, b""
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            watched = [self.sock] + ([self.out_fd] if self.out_fd >= 0 else [])
-            readable, _, _ = select.select(watched, [], [], remaining)
-            if self.out_fd in readable:
-                self._drain_output(sink)
-            if self.sock in readable:
+            readable = self._wait(deadline, select.POLLIN, sink)
+            if readable:
                 try:
                     data = self.sock.recv(1 << 20)
                 except BlockingIOError:
@@ -174,14 +168,30 @@ class _Worker:
                 else:
                     self.buffer += data
 
-    def _send(self, data: bytes, deadline: float) -> None:
+    def _wait(self, deadline: float, events: int, sink: list[_Output]) -> bool:
+        """Wait until the socket is ready for `events`, draining the output pipe meanwhile.
+
+        poll, not select: a grading process may hold more than FD_SETSIZE descriptors.
+        """
+        poller = select.poll()
+        poller.register(self.sock, events)
+        if self.out_fd >= 0:
+            poller.register(self.out_fd, select.POLLIN)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        ready = False
+        for fd, _ in poller.poll(remaining * 1000):
+            if fd == self.out_fd:
+                self._drain_output(sink)
+            else:
+                ready = True
+        return ready
+
+    def _send(self, data: bytes, deadline: float, sink: list[_Output]) -> None:
         view = memoryview(data)
         while view:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            _, writable, _ = select.select([], [self.sock], [], remaining)
-            if writable:
+            if self._wait(deadline, select.POLLOUT, sink):
                 try:
                     view = view[self.sock.send(view):]
                 except BlockingIOError:
@@ -213,10 +223,13 @@ class _Worker:
         deadline = time.monotonic() + seconds
         interrupted = False
         try:
-            self._send(codec.pack(message, blob), deadline)
-        except (TimeoutError, OSError):
+            self._send(codec.pack(message, blob), deadline, sink)
+        except TimeoutError:
             self.kill()
             raise _Lost("timeout", f"did not accept its input within {seconds:g} s") from None
+        except OSError:  # the worker is gone: collect its exit status
+            self._collect_exit(time.monotonic() + 1.0)
+            raise self._death() from None
         while True:
             try:
                 reply, reply_blob = self._next_message(deadline, sink)
@@ -238,12 +251,16 @@ class _Worker:
                 self.kill()
                 raise RuntimeError(f"the sandbox worker could not start: {reply.get('message')}")
             if op == "exited":
-                status, cpu = reply.get("status"), reply.get("cpu_seconds")
-                self.exit_status = status if type(status) is int else -1
-                self.cpu_seconds = float(cpu) if type(cpu) in (int, float) else 0.0
+                self._note_exit(reply)
             elif op == "reply" and reply.get("id") == self.request_id:
                 self._drain_output(sink)
                 return reply, reply_blob, interrupted
+
+    def _note_exit(self, message: dict) -> None:
+        status, cpu = message.get("status"), message.get("cpu_seconds")
+        self.exit_status = status if type(status) is int else -1
+        self.cpu_seconds = float(cpu) if type(cpu) in (int, float) else 0.0
+        self.alive = False
 
     def _death(self) -> _Lost:
         self.alive = False
@@ -269,20 +286,24 @@ class _Worker:
         self.signal(signal.SIGKILL)
         self.alive = False
 
+    def _collect_exit(self, deadline: float) -> None:
+        """Read until the monitor's exit report (or the end of the stream, or the deadline)."""
+        try:
+            while self.sock is not None:
+                message, _ = self._next_message(deadline, None)
+                if message is None:
+                    return
+                if message.get("op") == "exited":
+                    self._note_exit(message)
+                    return
+        except (TimeoutError, codec.MalformedMessage):
+            pass
+
     def close(self, wait: bool = True) -> None:
         """Kill the worker and everything it started; wait until the monitor confirms."""
         self.kill()
-        if wait and self.sock is not None:
-            deadline = time.monotonic() + CLOSE_SECONDS
-            try:
-                while self.sock is not None:
-                    message, _ = self._next_message(deadline, None)
-                    if message is None:
-                        break
-                    if message.get("op") == "exited":
-                        break
-            except (TimeoutError, codec.MalformedMessage):
-                pass
+        if wait:
+            self._collect_exit(time.monotonic() + CLOSE_SECONDS)
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -313,6 +334,7 @@ class Sandbox:
         self.outcomes: list[CellOutcome] | None = None
         self.last_output = ""  # stdout/stderr of the latest call, get or has
         self.restarts = 0
+        self.cpu_seconds = 0.0  # CPU used by the workers that have ended (all, after close)
         self.uid = SandboxPool.new_uid()
         self._output = _Output(self.limits.output_bytes)
         self._replay: list[int] = []  # indices of the cells that ran without error
@@ -349,6 +371,7 @@ class Sandbox:
     def _discard_worker(self) -> None:
         if self._worker is not None:
             self._worker.close(wait=False)
+            self.cpu_seconds += self._worker.cpu_seconds
             self._worker = None
 
     def _respawn(self) -> None:
@@ -522,5 +545,6 @@ class Sandbox:
         """Kill the worker and every process the submission started."""
         if self._worker is not None:
             self._worker.close(wait=True)
+            self.cpu_seconds += self._worker.cpu_seconds
             self._worker = None
         self._closed = True

@@ -162,16 +162,18 @@ class Worker:
                 "label": label, "line": line, "module": getattr(exc, "name", None)
                 if kind == "forbidden" else None}
 
-    def _encode(self, value, what: str):
-        """Encode a value for the reply, or describe why it cannot cross."""
+    def _encode(self, value, lead: str):
+        """Encode a value for the reply, or say why it cannot cross ("<lead> a Foo; hint")."""
         try:
             doc, blob = codec.encode(value, max_str_chars=self.max_str_chars)
         except codec.UnsupportedValue as exc:
-            where = f" (at {what}{exc.path})" if exc.path else ""
+            where = f" (item {exc.path})" if exc.path else ""
             article = "an" if exc.type_name[:1].lower() in "aeiou" else "a"
-            return None, None, f"{what} is {article} {exc.type_name}{where}; {exc.hint}"
+            return None, None, f"{lead} {article} {exc.type_name}{where}; {exc.hint}"
+        except ValueError as exc:  # e.g. an int too long to convert to text
+            return None, None, f"{lead} a value that cannot be sent back ({_short(str(exc))})"
         if len(blob) > self.max_transfer:
-            return None, None, f"{what} is too large to return ({len(blob)} bytes)"
+            return None, None, f"{lead} a value too large to send back ({len(blob)} bytes)"
         return doc, blob, ""
 
     # -- requests ---------------------------------------------------------------------------
@@ -203,7 +205,7 @@ class Worker:
         name = str(request["name"])
         if name not in self.namespace:
             return {"ok": False, "kind": "missing", "name": name}, b""
-        doc, blob, problem = self._encode(self.namespace[name], f"`{name}`")
+        doc, blob, problem = self._encode(self.namespace[name], f"`{name}` is")
         if problem:
             return {"ok": False, "kind": "unsupported", "message": problem}, b""
         return {"ok": True, "value": doc}, blob
@@ -215,14 +217,14 @@ class Worker:
         args, kwargs = codec.decode(request["args"], blob, readonly=bool(request["readonly"]))
         function = self.namespace[name]
         result = self._student(function, *args, **kwargs)
-        doc, result_blob, problem = self._encode(result, f"the value {name}(...) returned")
+        doc, result_blob, problem = self._encode(result, f"{name} returned")
         if problem:
             return {"ok": False, "kind": "unsupported", "message": problem}, b""
         reply = {"ok": True, "value": doc}
         if request.get("return_inputs"):
             shifted = len(result_blob)
-            inputs, inputs_blob, problem = self._encode([args, kwargs],
-                                                        f"an argument of {name}(...)")
+            inputs, inputs_blob, problem = self._encode(
+                [args, kwargs], f"after the call, an argument of {name} is")
             if problem:
                 return {"ok": False, "kind": "unsupported", "message": problem}, b""
             reply["inputs"] = _shift_offsets(inputs, shifted)
