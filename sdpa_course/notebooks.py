@@ -5,9 +5,10 @@ one source of truth. From it, `sdpa-course build` writes
 
 * `source/<assignment>/<notebook>.ipynb`: the nbgrader source notebook (no outputs, cell ids
   derived from grade_ids and positions, so a rebuild is byte-identical);
-* `solutions/<assignment>/<notebook>.ipynb`: the answer key, the same notebook with the
-  solution markers removed and the solutions kept. Its cells carry the same nbgrader metadata
-  as the release, so a copy in `submitted/<student>/<assignment>/` is a valid submission.
+* `solutions/<assignment>/<notebook>.ipynb`: the answer key, that is the release as nbgrader
+  shapes it (locks, checksums, grade_ids) with every answer cell filled in from the source,
+  solution markers removed. A copy in `submitted/<student>/<assignment>/` is therefore a valid
+  submission. The written answer keeps its model answer and mark scheme, for the graders.
 
 The release itself is built by nbgrader (`sdpa-course release`), not here.
 """
