@@ -152,6 +152,24 @@ def table(rows):
     return "\n".join(lines)
 
 
+def targets(rows, T=8192, dtype="float64"):
+    """The issue's targets for flash at T = 8192 in float64, with the measured figures."""
+    by = {r["method"]: r for r in rows if r["T"] == T and r["dtype"] == dtype}
+    if "flash" not in by:
+        return ""
+    flash = by["flash"]
+    checks = [
+        ("time vs the matmul-only bound", by["bound"]["best"] / flash["best"], ">=", 0.80),
+        ("speed-up over the lesson's code", by["lesson"]["best"] / flash["best"], ">=", 1.4),
+        ("peak extra memory, MiB", flash["peak"] / MiB, "<=", 64),
+    ]
+    lines = [f"targets for flash at T={T} {dtype} (best of each):"]
+    for name, value, op, goal in checks:
+        met = value >= goal if op == ">=" else value <= goal
+        lines.append(f"  {name}: {value:.2f} (target {op} {goal}) {'met' if met else 'MISSED'}")
+    return "\n".join(lines)
+
+
 def plot(rows, path):
     """Time and peak memory against T, one line per method, solid float64, dashed float32."""
     import matplotlib
@@ -238,6 +256,8 @@ def main(argv=None):
     rows = run(sizes, args.dtypes, repeats=args.repeats,
                methods=make_methods(args.block_q, args.block_k))
     print(table(rows))
+    if targets(rows):
+        print(targets(rows))
     print(f"plot: {plot(rows, args.plot)}")
 
 

@@ -78,5 +78,5 @@ def _flash_2d(Q, K, V, out, causal, scale, block_q, block_k):
             w = tile_sums[: q1 - q0]  # (bq, d_v + 1)
             np.matmul(s, V1[k0:k1], out=w)  # (bq, bk) @ (bk, d_v + 1) -> (bq, d_v + 1)
             sums += w
-        # Key 0 is never masked and its weight is exp(0) or more, so the sum is positive.
+        # Some weight is at least exp(0) = 1 (key 0's, or the top of a tile that moved c): sum > 0.
         np.divide(sums[:, :d_v], sums[:, d_v:], out=out[q0:q1])  # (bq, d_v)
