@@ -39,13 +39,12 @@ def build_report(
         "score": _points(sum(ex["score"] for ex in exercises.values())),
         "max_score": _points(sum(ex.max_score for ex in EXERCISES.values())),
         "exercises": exercises,
-        "cells": [cell for cells_ in failed_cells.values() for cell in cells_]
-        if failed_cells else [],
+        # Cells that did not run cleanly, each once, in notebook order.
+        "cells": [{"cell": o.label, "status": o.status, "error": o.error}
+                  for o in outcomes if o.status != "ok"],
         "output": output[:OUTPUT_LIMIT],
         "warnings": list(warnings),
     }
-    # Failed cells are listed once even when several exercises share them.
-    report["cells"] = _unique(report["cells"])
     kit_errors = [f"{r.exercise}/{r.name}: {r.kit_error}" for r in results if r.kit_error]
     if kit_errors:
         report["kit_errors"] = kit_errors
@@ -56,15 +55,6 @@ def _points(value: float) -> float:
     return round(float(value), 4)
 
 
-def _unique(items: list[dict]) -> list[dict]:
-    seen, out = set(), []
-    for item in items:
-        if item["cell"] not in seen:
-            seen.add(item["cell"])
-            out.append(item)
-    return out
-
-
 def _failed_cells(cells, outcomes) -> dict[str, list[dict]]:
     """Exercise -> the cells of it that did not run cleanly ("" for unattributed ones)."""
     by_label = {cell.label: cell for cell in cells}
@@ -72,8 +62,9 @@ def _failed_cells(cells, outcomes) -> dict[str, list[dict]]:
     for outcome in outcomes:
         if outcome.status == "ok":
             continue
-        entry = {"cell": outcome.label, "status": outcome.status, "error": outcome.error}
         cell = by_label.get(outcome.label)
+        entry = {"cell": outcome.label, "status": outcome.status, "error": outcome.error,
+                 "source": cell.source if cell else ""}
         for key in (cell_exercises(cell) if cell else set()) or {""}:
             failed.setdefault(key, []).append(entry)
     return failed
@@ -84,7 +75,9 @@ def _message(result, failed_cells: list[dict]) -> str:
     if result.passed:
         return ""
     if result.missing_name and failed_cells:
-        cell = failed_cells[0]
+        # The cell that should have defined the name, if one mentions it.
+        cell = next((c for c in failed_cells if result.missing_name in c["source"]),
+                    failed_cells[0])
         return f"{result.message} ({cell['cell']} failed: {cell['error'] or cell['status']})"
     return result.message
 
