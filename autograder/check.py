@@ -1,7 +1,8 @@
 """`sdpa-course check`: grade one submission and print its report.
 
 Exit status 0 whenever the submission was graded, whatever its score; 2 when it could not be
-(a missing file, broken notebook JSON, another assignment's notebook, an empty file).
+(a missing file, broken notebook JSON, another assignment's notebook, an empty file); 1 when
+the kit itself failed (the sandbox could not start).
 The grading engine is imported only once the arguments are known to be usable.
 """
 
@@ -23,6 +24,11 @@ def check_path(path: Path, *, as_json: bool = False) -> int:
     from autograder.engine import grade_cells
     from autograder.report import render_text
 
-    report = grade_cells(cells, submission=str(path))
+    try:
+        report = grade_cells(cells, submission=str(path))
+    except Exception as err:  # the kit, not the submission, failed: say so, exit non-zero
+        print(f"sdpa-course check: the kit could not grade {path}: {type(err).__name__}: "
+              f"{str(err).strip()}", file=sys.stderr)
+        return 1
     print(json.dumps(report, indent=2) if as_json else render_text(report))
     return 0

@@ -54,6 +54,9 @@ def grade_cells(
             forbidden_imports=set(sandbox.forbidden_imports),
         )
         output, warnings = sandbox.output, list(sandbox.warnings)
+        refused = sorted(sandbox.forbidden_imports)
+    if refused:
+        warnings.append(f"the submission tried to import {', '.join(refused)}; refused")
     return build_report(  # 5. score and report
         submission, results, diagnoses, cells=cells, outcomes=outcomes, output=output,
         warnings=warnings,

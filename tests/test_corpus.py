@@ -77,3 +77,8 @@ def _failures(report) -> str:
     return "\n".join(f"{ex}/{t['name']}: {t['message']}"
                      for ex, r in report["exercises"].items()
                      for t in r["tests"] if not t["passed"])
+
+
+def test_refused_imports_are_noted_for_the_instructor(reports):
+    assert any("sdpa_ref" in note for note in reports("import-reference")["warnings"])
+    assert not any("import" in note for note in reports("lesson-style")["warnings"])
