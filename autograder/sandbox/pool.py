@@ -168,8 +168,8 @@ class SandboxPool:
                 _warned.add(text)
                 warnings.warn(text, RuntimeWarning, stacklevel=4)
 
-    def spawn(self, limits: Limits, uid: int) -> tuple[socket.socket, int]:
-        """Fork a worker; return (its socket, the read end of its output pipe)."""
+    def spawn(self, limits: Limits, uid: int) -> tuple[socket.socket, int, int]:
+        """Fork a worker; return (its socket, the read end of its output pipe, its pid)."""
         request = json.dumps({"uid": uid, "limits": asdict(limits),
                               "hidden": self.hidden}).encode()
         with self._lock:
@@ -185,8 +185,9 @@ class SandboxPool:
                 finally:
                     theirs.close()
                     os.close(out_write)
-                if reply and json.loads(reply).get("ok"):
-                    return ours, out_read
+                answer = json.loads(reply) if reply else {}
+                if answer.get("ok") and type(answer.get("pid")) is int:
+                    return ours, out_read, answer["pid"]
                 ours.close()
                 os.close(out_read)
                 self._stop_zygote()

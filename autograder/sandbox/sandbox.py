@@ -28,7 +28,6 @@ from .errors import (
 from .limits import Limits
 from .pool import SandboxPool, default_pool
 
-SPAWN_SECONDS = 30.0
 CLOSE_SECONDS = 5.0
 MAX_DRAIN_BYTES = 4 * 2**20
 
@@ -86,25 +85,15 @@ class _Worker:
 
     def __init__(self, pool: SandboxPool, limits: Limits, uid: int):
         self.limits = limits
-        self.sock, self.out_fd = pool.spawn(limits, uid)
+        self.sock, self.out_fd, self.pid = pool.spawn(limits, uid)
         self.sock.setblocking(False)
         os.set_blocking(self.out_fd, False)
         self.group_kill = pool.mode != "namespaces"
         self.buffer = bytearray()
-        self.pid = 0
         self.exit_status: int | None = None
         self.cpu_seconds = 0.0
         self.alive = True
         self.request_id = 0
-        deadline = time.monotonic() + SPAWN_SECONDS
-        while not self.pid:
-            message, _ = self._next_message(deadline, None)
-            if message is None or message.get("op") == "setup-failed":
-                self.close()
-                detail = message.get("message") if message else "the worker exited"
-                raise RuntimeError(f"the sandbox worker could not start: {detail}")
-            if message.get("op") == "spawned" and type(message.get("pid")) is int:
-                self.pid = message["pid"]
 
     # -- low level --------------------------------------------------------------------------
 
