@@ -88,10 +88,15 @@ def render_text(report: dict) -> str:
     for key, ex in report["exercises"].items():
         title = EXERCISES[key].title
         lines.append(f"  {key}  {title:<38} {_fmt(ex['score']):>5} / {_fmt(ex['max_score'])}")
+        # Failed tests that share a message (a name not defined...) are listed together.
+        by_message: dict[str, list[dict]] = {}
         for test in ex["tests"]:
             if not test["passed"]:
-                lines.append(f"       - {test['name']} ({_fmt(test['max_score'])} pt): "
-                             f"{test['message']}")
+                by_message.setdefault(test["message"], []).append(test)
+        for message, tests in by_message.items():
+            names = ", ".join(t["name"] for t in tests)
+            points = _fmt(sum(t["max_score"] for t in tests))
+            lines.append(f"       - {names} ({points} pt): {message}")
         for code in ex["diagnoses"]:
             lines.append(f"       diagnosis {code}: {CODES.get(code, '')}")
     lines.append("")

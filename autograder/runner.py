@@ -112,8 +112,8 @@ def describe_student_error(err) -> str:
     during = getattr(err, "during", "running your code")
     code = err.diagnosis
     if code == "missing-name":
-        return (f"{err.name} is not defined: define it at the top level of your notebook "
-                "(check the spelling, and that its cell runs without an error)")
+        return (f"{err.name} is not defined: check its spelling, and that the code defining "
+                "it runs without an error")
     if code == "timeout":
         return f"your code ran out of time while {during}: look for an endless loop"
     if code == "memory-limit":
