@@ -27,9 +27,9 @@ CODES: dict[str, str] = {
     "causal-wrong-triangle": "causal_mask masks the past instead of the future",
     "missing-name": "a required name is not defined",
     "syntax-error": "the submission does not parse",
-    "crashed": "the student's code raised or its process died",
-    "timeout": "the student's code ran past its time limit",
-    "memory-limit": "the student's code ran past its memory limit",
+    "crashed": "the code raised an exception or its process died",
+    "timeout": "the code ran past its time limit",
+    "memory-limit": "the code ran past its memory limit",
     "forbidden-import": "the submission tried to import the reference or the grader",
     "unsupported-type": "a value that cannot be graded as numbers (custom object, subclass...)",
 }
