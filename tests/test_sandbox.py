@@ -407,3 +407,42 @@ def test_degraded_isolation_warns_and_still_times_out_and_blocks_imports(run):
         assert "sdpa_ref" in sandbox.forbidden_imports
         assert any("degraded" in w for w in sandbox.warnings)
         sandbox.close()
+
+
+# -- sharing a pool --------------------------------------------------------------------------
+
+
+def test_one_pool_serves_sandboxes_from_several_threads(pool):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def grade(i: int) -> int:
+        cells = [Cell(f"import numpy\nnumpy.sum = lambda *a, **k: {i}\n"
+                      "def f():\n    return int(numpy.sum([1, 1]))", "cell 1")]
+        with Sandbox(cells, limits=FAST, pool=pool) as sandbox:
+            sandbox.start()
+            return sandbox.call("f")
+
+    with ThreadPoolExecutor(4) as threads:
+        assert list(threads.map(grade, range(8))) == list(range(8))
+
+
+@linux_root
+def test_a_killed_zygote_takes_its_workers_along_and_is_restarted():
+    import signal
+
+    with SandboxPool() as own:
+        sandbox = Sandbox([Cell("x = 1", "cell 1")], limits=FAST, pool=own)
+        sandbox.start()
+        uid = sandbox.uid
+        os.kill(own._process.pid, signal.SIGKILL)
+        own._process.wait()
+        deadline = time.monotonic() + 3
+        while processes_of(uid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert processes_of(uid) == []
+        with pytest.raises(StudentDied):
+            sandbox.call("x")
+        sandbox.close()
+        with Sandbox([Cell("y = 2", "cell 1")], limits=FAST, pool=own) as fresh:
+            fresh.start()
+            assert fresh.get("y") == 2

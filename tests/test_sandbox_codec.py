@@ -1,0 +1,107 @@
+"""The wire format carries plain data only and rejects anything else, from either side."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from autograder.sandbox import codec
+
+
+def roundtrip(value, readonly=False):
+    doc, blob = codec.encode(value)
+    return codec.decode(json.loads(json.dumps(doc)), bytes(blob), readonly=readonly)
+
+
+def test_plain_values_survive_a_round_trip_with_their_types():
+    value = [None, True, 3, -2.5, float("inf"), 1 + 2j, "é", (1, [2]), {"a": (3,)},
+             np.float32(1.5), np.int8(-3), np.bool_(True)]
+    back = roundtrip(value)
+    assert back[:9] == value[:9]
+    assert [type(v) for v in back] == [type(v) for v in value]
+    assert back[9] == np.float32(1.5) and back[10] == np.int8(-3)
+
+
+@pytest.mark.parametrize("dtype", ["<f8", ">f4", "<i2", "|u1", "|b1", "<c16"])
+def test_arrays_keep_dtype_shape_and_values(dtype):
+    array = (np.arange(12) % 3).astype(dtype).reshape(3, 4)
+    back = roundtrip(array)
+    assert back.dtype == array.dtype and back.shape == (3, 4) and back.flags.writeable
+    np.testing.assert_array_equal(back, array)
+
+
+def test_non_contiguous_and_empty_arrays_cross():
+    array = np.arange(20.0).reshape(4, 5)[:, ::2].T  # (3, 4), not contiguous
+    np.testing.assert_array_equal(roundtrip(array), array)
+    assert roundtrip(np.zeros((0, 3))).shape == (0, 3)
+
+
+def test_read_only_decoding_gives_arrays_that_cannot_be_made_writable():
+    back = roundtrip(np.ones(3), readonly=True)
+    assert not back.flags.writeable
+    with pytest.raises(ValueError):
+        back.flags.writeable = True
+
+
+def _nested(depth: int) -> list:
+    value: list = [1]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class Sub(np.ndarray):
+    pass
+
+
+class EqualsAnything(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+
+@pytest.mark.parametrize("value", [
+    np.zeros(2).view(Sub), np.ma.masked_array([1.0]), EqualsAnything(1.0), object(),
+    {1: 2}, np.array(["x"]), np.array([object()]), np.zeros(2, dtype=[("a", "<f8")]),
+    np.datetime64("2020-01-01"), 2**20000, _nested(40),
+], ids=lambda value: type(value).__name__)
+def test_values_that_are_not_plain_data_are_refused(value):
+    with pytest.raises(codec.UnsupportedValue):
+        codec.encode(value)
+
+
+def test_refusal_names_the_type_and_where_it_sits():
+    with pytest.raises(codec.UnsupportedValue) as refused:
+        codec.encode((np.ones(2), np.ma.masked_array([1.0])))
+    assert refused.value.type_name == "numpy.ma.MaskedArray"
+    assert refused.value.path == "[1]"
+
+
+@pytest.mark.parametrize("doc", [
+    {"a": ["|O8", [1], 0, 8]},  # object dtype
+    {"a": ["<U1", [1], 0, 4]},  # strings
+    {"a": ["<f8", [2], 0, 8]},  # size does not match the bytes
+    {"a": ["<f8", [1], 8, 8]},  # past the end of the blob
+    {"a": ["<f8", [-1], 0, 8]},
+    {"x": 1},  # unknown tag
+    {"t": [1], "d": []},  # two tags
+    {"c": ["1", 2.0]},
+    {"d": [[1, 2]]},  # non-string key
+])
+def test_decoding_rejects_malformed_documents(doc):
+    with pytest.raises(codec.MalformedMessage):
+        codec.decode(doc, b"\0" * 8)
+
+
+def test_frames_with_bad_magic_or_oversized_lengths_are_rejected():
+    header = codec.pack({"op": "x"})[: codec.HEADER.size]
+    assert codec.parse_header(header, 1 << 20) == (len(b'{"op":"x"}'), 0)
+    with pytest.raises(codec.MalformedMessage):
+        codec.parse_header(b"EVIL" + header[4:], 1 << 20)
+    with pytest.raises(codec.MalformedMessage):
+        codec.parse_header(codec.HEADER.pack(codec.MAGIC, 10, 1 << 30), 1 << 20)
+    with pytest.raises(codec.MalformedMessage):
+        codec.parse_json(b"[1, 2]")
