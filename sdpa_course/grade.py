@@ -17,6 +17,7 @@ listed in the report and in `--json`, and the exit status is 1.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -78,20 +79,98 @@ def _engine_spec(course: Course) -> str:
     return EngineGrades(config=course.config).engine
 
 
-def _is_done(record: dict | None, submission, recorder) -> bool:
-    """Recorded, for this very submission, and nothing of it missing since."""
-    if record is None or record.get("fingerprint") != submission.fingerprint():
-        return False
-    if record["status"] == records.FAILED:
-        return not record.get("retry")
+def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dict[str, dict]]:
+    """(to grade, already recorded): recorded means for this very submission, nothing missing."""
+    from nbgrader.api import Gradebook
+
+    from sdpa_course.cli import KitError
     from sdpa_course.gradebook import has_submission
 
-    feedback = recorder.course.folder("feedback", submission.student)
-    return (
-        has_submission(recorder.gradebook, recorder.course.assignment, submission.student)
-        and recorder.autograded_notebook(submission.student).is_file()
-        and (feedback / f"{recorder.course.notebook}.html").is_file()
-    )
+    known = records.load_records(course.reports_dir)
+    todo, done = [], {}
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        try:
+            gradebook.find_notebook(course.notebook, course.assignment)
+        except Exception:
+            raise KitError(f"the gradebook has no notebook {course.notebook} in assignment "
+                           f"{course.assignment}: run `sdpa-course release` first") from None
+        for submission in submissions:
+            record = known.get(submission.student)
+            if force or record is None or record.get("fingerprint") != submission.fingerprint():
+                todo.append(submission)
+            elif record["status"] == records.FAILED and record.get("retry"):
+                todo.append(submission)  # the kit failed, not the submission: try again
+            elif record["status"] == records.FAILED:
+                done[submission.student] = record
+            elif (has_submission(gradebook, course.assignment, submission.student)
+                  and (course.folder("autograded", submission.student)
+                       / f"{course.notebook}.ipynb").is_file()
+                  and (course.folder("feedback", submission.student)
+                       / f"{course.notebook}.html").is_file()):
+                done[submission.student] = record
+            else:
+                todo.append(submission)
+    return todo, done
+
+
+class _GradingRun:
+    """One pass over the submissions to grade: the parent's side of the pipeline."""
+
+    def __init__(self, course: Course, recorder, pool, progress, result: ClassResult):
+        self.course, self.recorder, self.pool = course, recorder, pool
+        self.progress, self.result = progress, result
+        self.submissions: dict[str, object] = {}
+        self.notes: dict[str, list[str]] = {}
+
+    def grade(self, todo: list) -> None:
+        for submission in todo:
+            self.submissions[submission.student] = submission
+            records.forget_record(self.course.reports_dir, submission.student)
+            try:
+                path, self.notes[submission.student] = self.recorder.prepare(submission)
+            except GradingFailed as err:
+                self.finish(records.failed_record(submission.student, str(err),
+                                                  submission.fingerprint()))
+                continue
+            self.pool.submit(submission.student, path)
+            for outcome in self.pool.poll(0):
+                self.take(outcome)
+        while self.pool.busy:
+            for outcome in self.pool.poll(0.5):
+                self.take(outcome)
+
+    def take(self, outcome) -> None:
+        """A worker's outcome, recorded in nbgrader (or as failed)."""
+        submission = self.submissions[outcome.key]
+        fingerprint = submission.fingerprint()
+        notes = self.notes.get(outcome.key, [])
+        if outcome.report is None:
+            self.finish(records.failed_record(outcome.key, outcome.error, fingerprint,
+                                              retry=outcome.retry, warnings=notes))
+            return
+        try:
+            self.recorder.record(submission, outcome.report)
+        except GradingFailed as err:
+            self.recorder.gradebook.db.rollback()
+            self.finish(records.failed_record(outcome.key, str(err), fingerprint,
+                                              warnings=notes))
+        except Exception as err:
+            self.recorder.gradebook.db.rollback()
+            self.finish(records.failed_record(
+                outcome.key, f"recording in nbgrader failed: {type(err).__name__}: {err}",
+                fingerprint, retry=True, warnings=notes))
+        else:
+            self.finish(records.graded_record(outcome.key, outcome.report, fingerprint, notes))
+
+    def finish(self, record: dict) -> None:
+        student = record["student"]
+        if record["status"] == records.FAILED:
+            note = self.recorder.forget(student)
+            record["warnings"] = [*record["warnings"], f"gradebook: {note}"]
+        records.save_record(self.course.reports_dir, record)  # last: the student is done
+        self.result.records[student] = record
+        self.result.graded_now.append(student)
+        self.progress.advance()
 
 
 def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = False,
@@ -99,6 +178,7 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
     """Grade every submission of the course; the plain function behind `sdpa-course grade`."""
     from sdpa_course.cli import KitError
     from sdpa_course.gradebook import shared_gradebook
+    from sdpa_course.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
     from sdpa_course.progress import Progress
     from sdpa_course.recording import SubmissionRecorder
     from sdpa_course.submissions import find_submissions
@@ -109,76 +189,21 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
     submissions = find_submissions(submitted, course.assignment, course.notebook)
     if not submissions:
         raise KitError(f"no submissions: nothing under {submitted}/<student>/{course.assignment}/")
-    known = records.load_records(course.reports_dir)
     result = ClassResult(course.assignment, {})
     settings = ClassGrading(config=course.config)
-
-    with warnings.catch_warnings(), shared_gradebook(course.db_url, course.course_id) as gradebook:
+    with warnings.catch_warnings():
         _quiet_known_warnings()
-        try:
-            gradebook.find_notebook(course.notebook, course.assignment)
-        except Exception:
-            raise KitError(f"the gradebook has no notebook {course.notebook} in assignment "
-                           f"{course.assignment}: run `sdpa-course release` first") from None
-        recorder = SubmissionRecorder(course, gradebook)
-        todo = []
-        for submission in submissions:
-            record = known.get(submission.student)
-            if not force and _is_done(record, submission, recorder):
-                result.records[submission.student] = record
-            else:
-                todo.append(submission)
-        by_student = {s.student: s for s in todo}
-        notes_by_student: dict[str, list[str]] = {}
-
-        def finish(record: dict) -> None:
-            student = record["student"]
-            if record["status"] == records.FAILED:
-                note = recorder.forget(student)
-                record["warnings"] = [*record["warnings"], f"gradebook: {note}"]
-            records.save_record(course.reports_dir, record)
-            result.records[student] = record
-            result.graded_now.append(student)
-            progress.advance()
-
-        def take(outcome) -> None:
-            submission = by_student[outcome.key]
-            fingerprint = submission.fingerprint()
-            notes = notes_by_student.get(outcome.key, [])
-            if outcome.report is None:
-                finish(records.failed_record(outcome.key, outcome.error, fingerprint,
-                                             retry=outcome.retry, warnings=notes))
-                return
-            try:
-                recorder.record(submission, outcome.report)
-            except GradingFailed as err:
-                gradebook.db.rollback()
-                finish(records.failed_record(outcome.key, str(err), fingerprint, warnings=notes))
-            except Exception as err:
-                gradebook.db.rollback()
-                finish(records.failed_record(
-                    outcome.key, f"recording in nbgrader failed: {type(err).__name__}: {err}",
-                    fingerprint, retry=True, warnings=notes))
-            else:
-                finish(records.graded_record(outcome.key, outcome.report, fingerprint, notes))
-
-        with Progress(len(todo), stream=progress_stream) as progress, \
-                WorkerPool(workers, _engine_spec(course),
-                           deadline=settings.submission_deadline) as pool:
-            for submission in todo:
-                records.forget_record(course.reports_dir, submission.student)
-                try:
-                    path, notes_by_student[submission.student] = recorder.prepare(submission)
-                except GradingFailed as err:
-                    finish(records.failed_record(submission.student, str(err),
-                                                 submission.fingerprint()))
-                    continue
-                pool.submit(submission.student, path)
-                for outcome in pool.poll(0):
-                    take(outcome)
-            while pool.busy:
-                for outcome in pool.poll(0.5):
-                    take(outcome)
+        todo, result.records = _recorded(course, submissions, force)
+        if todo:
+            size = min(workers or os.cpu_count() or 1, len(todo))
+            # workers first: they start before the gradebook connection exists
+            with WorkerPool(size, _engine_spec(course),
+                            deadline=settings.submission_deadline) as pool, \
+                    shared_gradebook(course.db_url, course.course_id) as gradebook, \
+                    quick_sqlite_commits(gradebook), schema_checked_once(), \
+                    Progress(len(todo), stream=progress_stream) as progress:
+                recorder = SubmissionRecorder(course, gradebook)
+                _GradingRun(course, recorder, pool, progress, result).grade(todo)
 
     from sdpa_course.class_report import write_class_report
 

@@ -26,6 +26,12 @@ from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, EngineGrades
 from sdpa_course.submissions import Submission, read_submitted_notebook
 
 
+def _write(nb, path: Path) -> None:
+    """nbformat.write without its validation pass: the notebook was validated when read and
+    only nbgrader's own preprocessors have changed it since."""
+    path.write_text(nbformat.v4.writes_json(nb) + "\n", encoding="utf-8")
+
+
 def _steps(course: Course, name: str) -> list:
     configured = course.config.Autograde.get(name)
     classes = configured if configured is not None else Autograde.class_traits()[name].default()
@@ -56,6 +62,7 @@ class SubmissionRecorder:
         if not any(isinstance(step, EngineGrades) for step in self.autograde_steps):
             raise KitError("this course's Autograde.autograde_preprocessors has no EngineGrades")
         self.feedback = FeedbackWriter(course)
+        self._sanitized: dict = {}
         notebook = gradebook.find_notebook(course.notebook, course.assignment)
         self.grade_ids = {cell.name for cell in notebook.grade_cells}
         self.cell_ids = self.grade_ids | {cell.name for cell in notebook.solution_cells}
@@ -100,7 +107,8 @@ class SubmissionRecorder:
         except Exception as err:
             raise GradingFailed(f"nbgrader could not read the notebook's cells: {err}") from err
         path = self.autograded_notebook(submission.student)
-        nbformat.write(nb, str(path))
+        _write(nb, path)
+        self._sanitized[submission.student] = nb  # record() goes on from here, not from disk
         return path, warnings
 
     def record(self, submission: Submission, report: dict) -> Path:
@@ -114,16 +122,17 @@ class SubmissionRecorder:
         else:
             self.gradebook.update_or_create_submission(self.course.assignment, student)
         path = self.autograded_notebook(student)
-        nb = nbformat.read(str(path), as_version=4)
+        nb = self._sanitized.pop(student, None) or nbformat.read(str(path), as_version=4)
         resources = self._resources(student, path.parent)
         resources[METADATA_KEY] = {"report": report}
         for step in self.autograde_steps:
             nb, resources = step(nb, resources)
-        nbformat.write(nb, str(path))
+        _write(nb, path)
         return self.feedback.write(student, nb)
 
     def forget(self, student: str) -> str:
         """A failed student: nothing stale left behind, no score of 0 in the gradebook."""
+        self._sanitized.pop(student, None)
         for step in ("autograded", "feedback"):
             folder = self.course.folder(step, student)
             if folder.exists():

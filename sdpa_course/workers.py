@@ -93,11 +93,16 @@ class WorkerPool:
         self.size = max(1, workers or os.cpu_count() or 1)
         self.engine_spec = engine_spec
         self.deadline = deadline
-        self.context = multiprocessing.get_context("spawn")
+        # fork: no re-import of the caller's main module, and a quick start; the pool is
+        # entered before the gradebook is opened, so no database connection is inherited.
+        methods = multiprocessing.get_all_start_methods()
+        self.context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         self.queue: deque[tuple[str, str]] = deque()
         self.workers: list[_Worker] = []
 
     def __enter__(self) -> WorkerPool:
+        while len(self.workers) < self.size:
+            self.workers.append(_Worker(self.context, self.engine_spec))
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
