@@ -215,7 +215,7 @@ def address_space_bytes() -> int:
 
 
 def processes_of(uid: int) -> list[int]:
-    """Pids of the processes owned by `uid` (Linux /proc), [] where unknown."""
+    """Pids of the live (not zombie) processes owned by `uid` (Linux /proc), [] where unknown."""
     pids = []
     try:
         entries = os.listdir("/proc")
@@ -224,10 +224,14 @@ def processes_of(uid: int) -> list[int]:
     for entry in entries:
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    pids.append(int(entry))
-            except OSError:
-                pass
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    state = stat.read().rpartition(b")")[2].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                pids.append(int(entry))
     return pids
 
 

@@ -276,7 +276,7 @@ class _Worker:
         self.alive = False
 
     def _collect_exit(self, deadline: float) -> None:
-        """Read until the monitor's exit report (or the end of the stream, or the deadline)."""
+        """Read until the zygote's exit report (or the end of the stream, or the deadline)."""
         try:
             while self.sock is not None:
                 message, _ = self._next_message(deadline, None)
@@ -289,7 +289,7 @@ class _Worker:
             pass
 
     def close(self, wait: bool = True) -> None:
-        """Kill the worker and everything it started; wait until the monitor confirms."""
+        """Kill the worker and everything it started; wait until the zygote confirms."""
         self.kill()
         if wait:
             self._collect_exit(time.monotonic() + CLOSE_SECONDS)
