@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -97,8 +98,9 @@ class Model:
         return weights  # (n, m)
 
 
-def all_models() -> list[Model]:
+@cache
+def all_models() -> tuple[Model, ...]:
     """Every combination of options, the simplest (fewest mistakes) first."""
     models = [Model(*choice) for choice in itertools.product(
         SCALES, MASKING, AXES, NORMALISATION, ORIENTATION)]
-    return sorted(models, key=lambda model: model.deviations)
+    return tuple(sorted(models, key=lambda model: model.deviations))
