@@ -36,7 +36,6 @@ class TestResult:
     message: str = ""
     diagnoses: tuple[str, ...] = ()  # from the sandbox: crashed, timeout, missing-name...
     missing_name: str | None = None
-    culprit: str | None = None  # the student's name whose call or value failed
     raised: bool = False  # the student's code raised an ordinary exception
     kit_error: str = ""  # the check itself failed: a bug in the kit, shown to instructors
     seconds: float = field(default=0.0, compare=False)
@@ -93,7 +92,6 @@ def run_test(student, test: SuiteTest) -> TestResult:
     except StudentError as err:
         result.message = describe_student_error(err)
         result.diagnoses = (err.diagnosis,)
-        result.culprit = getattr(err, "target", None)
         result.raised = isinstance(err, StudentRaised)
         if isinstance(err, MissingName):
             result.missing_name = err.name

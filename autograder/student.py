@@ -6,9 +6,9 @@ the sandboxed process; nothing the student defined ever runs in the trusted proc
 
 from __future__ import annotations
 
-# Once a function has hung or blown its memory, calling it again would only cost the limit
-# again: later calls fail at once with the same error.
-_EXHAUSTING = ("timeout", "memory-limit")
+# Once a function has hung, blown its memory or killed its process, calling it again would
+# only cost the limit (or one of the sandbox's few restarts) again: later calls fail at once
+# with the same error.
 
 
 class Student:
@@ -47,7 +47,12 @@ class Student:
 
     def _annotated(self, action, name: str, during: str):
         """Run `action`; a StudentError leaves knowing which name it came from and when."""
-        from autograder.sandbox import StudentError
+        from autograder.sandbox import (
+            StudentDied,
+            StudentError,
+            StudentMemoryLimit,
+            StudentTimeout,
+        )
 
         if name in self._exhausted:
             raise self._exhausted[name]
@@ -56,6 +61,6 @@ class Student:
         except StudentError as err:
             if not getattr(err, "during", None):
                 err.during, err.target = during, name
-            if err.diagnosis in _EXHAUSTING:
+            if isinstance(err, (StudentTimeout, StudentMemoryLimit, StudentDied)):
                 self._exhausted[name] = err
             raise

@@ -12,18 +12,17 @@ from autograder.diagnoses.failures import cell_codes
 from autograder.exercises import EXERCISES
 
 PROBES = {"ex1": ex1.diagnose, "ex2": ex2.diagnose, "ex3": ex3.diagnose}
-_FATAL = ("timeout", "memory-limit")
 _CRASHES = ("crashed", "missing-name", "timeout", "memory-limit")
 
 __all__ = ["CODES", "diagnose_submission"]
 
 
-def _probe(key, student, given_up) -> set[str]:
+def _probe(key, student) -> set[str]:
     """The exercise's behavioural codes; none if the student's process gave up answering."""
     from autograder.sandbox import StudentError
 
     try:
-        return PROBES[key](student, given_up)
+        return PROBES[key](student)
     except StudentError:
         return set()
 
@@ -53,11 +52,7 @@ def diagnose_submission(
         codes = {code for r in failed for code in r.diagnoses} | from_cells[key]
         if forbidden_imports and codes & set(_CRASHES):
             codes.add("forbidden-import")
-        # A function that hung or blew up in a test would cost the limit again per probe.
-        given_up = {r.missing_name for r in failed if r.missing_name} | {
-            r.culprit for r in failed if r.culprit and set(r.diagnoses) & set(_FATAL)
-        }
-        behaviour = _probe(key, student, given_up)
+        behaviour = _probe(key, student)
         if behaviour and _crashes_explained(failed, from_cells[key]):
             codes.discard("crashed")  # an exception that a misconception explains
         diagnoses[key] = ordered(codes | behaviour)

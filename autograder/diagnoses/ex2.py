@@ -24,8 +24,8 @@ def _same(value, reference) -> bool:
     return value is not None and abs(value - reference) <= three_significant_figures(reference)
 
 
-def diagnose(student, given_up: set[str] = frozenset()) -> set[str]:
-    prober = Prober(student, given_up)
+def diagnose(student) -> set[str]:
+    prober = Prober(student)
     codes = _diagnose_softmax(prober) if student.has("softmax") else set()
     p_unscaled, p_scaled = (_number(prober.value(name)) for name in ("p_unscaled", "p_scaled"))
     big, big_scaled = sdpa_ref.softmax(RAW)[0], sdpa_ref.softmax(SCALED)[0]

@@ -90,8 +90,8 @@ def _best_models(probes):
     return [], False
 
 
-def diagnose(student, given_up: set[str] = frozenset()) -> set[str]:
-    prober = Prober(student, given_up)
+def diagnose(student) -> set[str]:
+    prober = Prober(student)
     codes = _diagnose_causal_mask(prober)
     if prober.student.has("attention"):
         codes |= _diagnose_attention(prober)

@@ -108,6 +108,7 @@ class SandboxPool:
         self._owner = os.getpid()
         self._closed = False
         self._root = ""
+        self._pending: tuple[subprocess.Popen, socket.socket] | None = None
 
     def __enter__(self) -> SandboxPool:
         self.start()
@@ -116,21 +117,37 @@ class SandboxPool:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def start(self) -> None:
-        """Start the zygote now rather than at the first submission."""
+    def start(self, wait: bool = True) -> None:
+        """Start the zygote now rather than at the first submission.
+
+        With wait=False the zygote boots (about half a second of imports) while the caller goes
+        on, e.g. reading the submission; the first `spawn` waits for it.
+        """
         with self._lock:
-            self._ensure_started()
+            if wait:
+                self._ensure_started()
+            elif self._pending is None and not self._running():
+                self._begin_launch()
+
+    def _running(self) -> bool:
+        return (self._owner == os.getpid() and self._process is not None
+                and self._process.poll() is None)
 
     def _ensure_started(self) -> None:
         if self._closed:
             raise RuntimeError("this SandboxPool is closed")
         if self._owner != os.getpid():  # inherited across fork: the zygote is the parent's
-            self._process, self._control, self._owner = None, None, os.getpid()
-        if self._process is not None and self._process.poll() is None:
+            self._process, self._control, self._pending, self._root = None, None, None, ""
+            self._owner = os.getpid()
+        if self._pending is not None:
+            self._finish_launch()
+        if self._running():
             return
-        self._launch()
+        self._stop_zygote()
+        self._begin_launch()
+        self._finish_launch()
 
-    def _launch(self) -> None:
+    def _begin_launch(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         config = {"control_fd": theirs.fileno(), "isolation": self.isolation,
                   "hidden": self.hidden}
@@ -143,6 +160,11 @@ class SandboxPool:
         payload = {"order": list(SANDBOX_MODULES), "modules": _sandbox_sources()}
         process.stdin.write(json.dumps(payload).encode())
         process.stdin.close()
+        self._pending = (process, ours)
+
+    def _finish_launch(self) -> None:
+        process, ours = self._pending
+        self._pending = None
         ours.settimeout(ZYGOTE_START_SECONDS)
         try:
             raw = ours.recv(1 << 16)
@@ -166,7 +188,7 @@ class SandboxPool:
         for text in self.warnings:
             if text not in _warned:
                 _warned.add(text)
-                warnings.warn(text, RuntimeWarning, stacklevel=4)
+                warnings.warn(text, RuntimeWarning, stacklevel=5)
 
     def spawn(self, limits: Limits, uid: int) -> tuple[socket.socket, int, int]:
         """Fork a worker; return (its socket, the read end of its output pipe, its pid)."""
@@ -201,6 +223,11 @@ class SandboxPool:
         return FIRST_UID + secrets.randbelow(UID_RANGE)
 
     def _stop_zygote(self) -> None:
+        if self._pending is not None:
+            try:
+                self._finish_launch()
+            except RuntimeError:
+                pass
         if self._control is not None:
             self._control.close()
         if self._process is not None:

@@ -86,6 +86,10 @@ class _Worker:
     def __init__(self, pool: SandboxPool, limits: Limits, uid: int):
         self.limits = limits
         self.sock, self.out_fd, self.pid = pool.spawn(limits, uid)
+        try:  # signals through a pidfd cannot hit a recycled pid
+            self.pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.pidfd = -1
         self.sock.setblocking(False)
         os.set_blocking(self.out_fd, False)
         self.group_kill = pool.mode != "namespaces"
@@ -192,7 +196,10 @@ class _Worker:
         try:
             if self.group_kill and signum == signal.SIGKILL:
                 os.killpg(self.pid, signum)
-            os.kill(self.pid, signum)
+            if self.pidfd >= 0:
+                signal.pidfd_send_signal(self.pidfd, signum)
+            else:
+                os.kill(self.pid, signum)
         except OSError:
             pass
 
@@ -299,6 +306,9 @@ class _Worker:
         if self.out_fd >= 0:
             os.close(self.out_fd)
             self.out_fd = -1
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
 
 
 def _located(text: str, label: str, line: int, with_label: bool) -> str:
