@@ -446,3 +446,14 @@ def test_a_killed_zygote_takes_its_workers_along_and_is_restarted():
         with Sandbox([Cell("y = 2", "cell 1")], limits=FAST, pool=own) as fresh:
             fresh.start()
             assert fresh.get("y") == 2
+
+
+def test_a_pool_started_without_waiting_is_ready_at_the_first_sandbox():
+    early = SandboxPool()
+    try:
+        early.start(wait=False)  # the zygote boots while the caller reads the submission
+        with Sandbox([Cell("z = 3", "cell 1")], limits=FAST, pool=early) as sandbox:
+            sandbox.start()
+            assert sandbox.get("z") == 3
+    finally:
+        early.close()
