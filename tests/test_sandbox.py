@@ -457,3 +457,18 @@ def test_a_pool_started_without_waiting_is_ready_at_the_first_sandbox():
             assert sandbox.get("z") == 3
     finally:
         early.close()
+
+
+@pytest.mark.filterwarnings("ignore:degraded sandbox isolation")
+def test_degraded_isolation_refuses_processes_signals_network_and_native_code(run):
+    probes = {
+        "process": "import subprocess\nsubprocess.run(['true'])",
+        "signal": "import os, signal\nos.kill(os.getppid(), signal.SIGTERM)",
+        "network": "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=0.2)",
+        "native": "import ctypes\nctypes.CDLL(None).getpid()",
+    }
+    with SandboxPool(isolation="none") as weak:
+        sandbox = run(*probes.values(), sandbox_pool=weak)
+        assert statuses(sandbox) == ["error"] * 4
+        assert all(o.error.startswith("PermissionError") for o in sandbox.outcomes)
+        sandbox.close()

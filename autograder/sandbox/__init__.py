@@ -50,13 +50,16 @@ Isolation on Linux as root (mode ``namespaces``, the one this kit is graded with
   stderr; `plt.show()` does nothing.
 
 How it degrades (with a RuntimeWarning, once per message, also listed in `Sandbox.warnings`):
-- ``uid`` (root, but namespaces refused, e.g. an unprivileged container): spare uid, rlimits,
-  kill-by-uid at the end, import blocking; no network isolation, and the only file hiding is
-  the audit hook refusing to open the hidden paths.
+- ``uid`` (root, but namespaces refused, e.g. a container without CAP_SYS_ADMIN): spare uid,
+  rlimits, kill-by-uid at the end, import blocking and the same audit-hook refusals as
+  ``none``. (The Python installation must be readable by other users: a pyenv under /root,
+  as on the development machine, is not.)
 - ``none`` (not root, not Linux, or ``SandboxPool(isolation="none")``): rlimits, a new session
-  killed as a process group (a process that calls setsid itself can escape it), import
-  blocking and the audit hook refusing to open or list the hidden paths; student code runs as
-  the grader's user and can reach the network. Use it for development only.
+  killed as a process group, import blocking, and an audit hook that refuses to open or list
+  the hidden paths and refuses what it could not follow: starting processes, sending signals,
+  sockets, loading native code through ctypes. Student code runs as the grader's user; a
+  determined attacker with a C extension already loaded could get past the hook. Use it for
+  development only.
 Windows is not supported (no fork).
 """
 

@@ -15,6 +15,19 @@ import sys
 
 FORBIDDEN_PACKAGES = ("sdpa_ref", "autograder", "sdpa_course")
 REFUSAL = "is not allowed in a submission"
+# Without namespaces nothing else stops these, so the audit hook refuses them: new processes
+# (which the hook cannot follow), signals (the grader may run as the same user), the network
+# and loading native code (which could make system calls the hook never sees).
+DEGRADED_REFUSALS = {
+    "subprocess.Popen": "starting a process", "os.system": "starting a process",
+    "os.exec": "starting a process", "os.posix_spawn": "starting a process",
+    "os.spawn": "starting a process", "pty.spawn": "starting a process",
+    "os.kill": "sending a signal", "os.killpg": "sending a signal",
+    "signal.pthread_kill": "sending a signal",
+    "socket.connect": "network access", "socket.bind": "network access",
+    "socket.sendto": "network access", "socket.sendmsg": "network access",
+    "ctypes.dlopen": "loading native code", "ctypes.dlsym": "loading native code",
+}
 
 
 def is_refusal(exc: BaseException) -> bool:
@@ -29,6 +42,7 @@ class ImportBlocker:
     def __init__(self, hidden_paths: tuple[str, ...] = ()):
         self.attempts: list[str] = []
         self.hidden_paths = tuple(os.path.realpath(p) for p in hidden_paths)
+        self.degraded = False  # no namespaces: the audit hook also enforces DEGRADED_REFUSALS
         self._in_hook = False
 
     def refuse(self, fullname: str):
@@ -52,6 +66,9 @@ class ImportBlocker:
                 self.refuse(name)
         elif self.hidden_paths and event in ("open", "os.listdir", "os.scandir", "os.chdir"):
             self._check_path(args[0] if args else None)
+        elif self.degraded and event in DEGRADED_REFUSALS:
+            raise PermissionError(13, f"{DEGRADED_REFUSALS[event]} is not allowed in a "
+                                  "submission graded without namespace isolation")
 
     def _check_path(self, path) -> None:
         if self._in_hook or path is None or isinstance(path, int):

@@ -121,6 +121,7 @@ def _worker_main(request: dict, channel_fd: int, out_fd: int, mode: str,
     except (AttributeError, ValueError):
         pass
     blocker.hidden_paths = tuple(request.get("hidden", ())) if mode != "namespaces" else ()
+    blocker.degraded = mode != "namespaces"
     sys.path[:] = [entry for entry in sys.path if not _inside(entry, blocker.hidden_paths)]
     blocker.install_finder()
     blocker.install_audit_hook()
