@@ -10,6 +10,7 @@ times, then closes it: what grading one submission costs the sandbox. Prints med
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -43,6 +44,21 @@ def grade_once(cells: list[Cell], pool: SandboxPool) -> tuple[float, float, floa
             started)
 
 
+def zygote_cpu_seconds(pool: SandboxPool) -> float:
+    """CPU time of the zygote itself (forking is charged to it), from /proc."""
+    fields = Path(f"/proc/{pool._process.pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def overhead_once(pool: SandboxPool) -> tuple[float, float, float]:
+    """A one-cell submission, one get: what the sandbox itself costs (wall, trusted, worker)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    with Sandbox([Cell("x = 1", "cell 1")], pool=pool) as sandbox:
+        sandbox.start()
+        sandbox.get("x")
+    return time.perf_counter() - wall, time.process_time() - cpu, sandbox.cpu_seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
@@ -52,13 +68,24 @@ def main() -> None:
     with SandboxPool() as pool:
         print(f"zygote start: {time.perf_counter() - began:.3f} s (isolation: {pool.mode})")
         grade_once(cells, pool)  # first fork touches cold pages
+        zygote_before = zygote_cpu_seconds(pool)
         runs = [grade_once(cells, pool) for _ in range(args.runs)]
+        zygote_answer = (zygote_cpu_seconds(pool) - zygote_before) / args.runs
+        zygote_before = zygote_cpu_seconds(pool)
+        overheads = [overhead_once(pool) for _ in range(args.runs)]
+        zygote_trivial = (zygote_cpu_seconds(pool) - zygote_before) / args.runs
     walls, trusted, workers, starts = (sorted(column) for column in zip(*runs, strict=True))
+    o_walls, o_trusted, o_workers = (sorted(column) for column in zip(*overheads, strict=True))
     print(f"answer key, {len(cells)} cells, {args.runs} runs (medians):")
     print(f"  cells only (start):          {statistics.median(starts) * 1000:7.1f} ms wall")
     print(f"  start + 6 gets + 6 calls:    {statistics.median(walls) * 1000:7.1f} ms wall")
     print(f"  trusted-process CPU:         {statistics.median(trusted) * 1000:7.1f} ms")
     print(f"  worker CPU:                  {statistics.median(workers) * 1000:7.1f} ms")
+    print(f"  zygote CPU (mean):           {zygote_answer * 1000:7.1f} ms")
+    print(f"one-cell submission, start + 1 get + close ({args.runs} runs, medians):")
+    print(f"  wall:                        {statistics.median(o_walls) * 1000:7.1f} ms")
+    print(f"  CPU trusted + worker + zygote: {statistics.median(o_trusted) * 1000:.1f} + "
+          f"{statistics.median(o_workers) * 1000:.1f} + {zygote_trivial * 1000:.1f} ms")
 
 
 if __name__ == "__main__":
