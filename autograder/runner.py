@@ -127,4 +127,5 @@ def describe_student_error(err) -> str:
         if "ellipsis" in text:
             return f"{name} is still `...`: replace it with your answer"
         return f"{name} gave something that cannot be graded as numbers: {text}"
-    return f"your code failed while {during}: {text}"
+    context = getattr(err, "context", "")
+    return f"your code failed while {during}" + (f" {context}" if context else "") + f": {text}"

@@ -12,6 +12,7 @@ import pytest
 
 import sdpa_ref
 from autograder.compare import Mismatch, as_array, expect_close, expect_shape
+from autograder.sandbox import StudentRaised
 
 pytestmark = pytest.mark.ex3
 
@@ -31,7 +32,12 @@ def mask_hiding_largest_scores(Q, K, hidden_per_row):
 
 def run_attention(student, Q, K, V, *, readonly=False, **mask):
     """The student's (out, attn), checked for type and shape (n, d_v) and (n, m)."""
-    result = student.call("attention", Q, K, V, readonly=readonly, **mask)
+    try:
+        result = student.call("attention", Q, K, V, readonly=readonly, **mask)
+    except StudentRaised as err:  # say which sizes it was called with: they are no secret
+        (n, d_k), (m, d_v) = Q.shape, V.shape
+        err.context = f"with n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v}"
+        raise
     return check_result(result, Q, K, V)
 
 
