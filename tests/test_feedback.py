@@ -1,0 +1,159 @@
+"""Feedback: what a student sees, and what they must never see.
+
+Unit checks of the redaction and of the scores written into graded cells, then a class graded
+by the real engine whose feedback pages are searched for hidden tests and file paths.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from grade_course_factory import REPO, answer_key, released_course, submit
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbgrader.api import Gradebook
+from nbgrader.utils import determine_grade
+
+from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, graded_outputs
+from sdpa_course.nbgrader_ext.redact import TEST_CELL_NOTE, RedactFeedback, scrub_paths
+
+
+def graded_cell(points: float, outputs: list):
+    cell = new_code_cell("# graded by the kit", outputs=outputs)
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "ex3_autograded", "locked": True,
+                                 "points": points, "schema_version": 3, "solution": False}
+    return cell
+
+
+@pytest.mark.parametrize("score", [0.0, 0.5, 4.5, 11.0])
+def test_nbgrader_reads_back_exactly_the_engine_score(score):
+    result = {"score": score, "max_score": 11.0, "diagnoses": [], "tests": []}
+    cell = graded_cell(11, graded_outputs("ex3", result, 11.0))
+    assert determine_grade(cell) == (score, 11.0)
+
+
+def test_engine_score_is_scaled_to_the_cells_points():
+    result = {"score": 3.0, "max_score": 6.0, "diagnoses": [], "tests": []}
+    cell = graded_cell(2, graded_outputs("ex2", result, 2.0))
+    assert determine_grade(cell) == (1.0, 2.0)
+
+
+def test_paths_are_scrubbed_but_maths_and_urls_are_kept():
+    text = ("raised in /opt/grader/autograder/suites/test_ex3.py, line 12; see C:\\kit\\x.py; "
+            "scale by 1/sqrt(d_k); https://example.org/a/b")
+    scrubbed = scrub_paths(text)
+    assert "/opt/grader" not in scrubbed and "C:\\kit" not in scrubbed
+    assert "1/sqrt(d_k)" in scrubbed and "https://example.org/a/b" in scrubbed
+
+
+def test_redaction_hides_test_code_hidden_blocks_tracebacks_and_the_report():
+    nb = new_notebook()
+    test_cell = graded_cell(3, [new_output("stream", name="stdout",
+                                           text="failed in /srv/kit/autograder/x.py\n")])
+    test_cell.source = "assert np.allclose(attention(Q, K, V)[0], EXPECTED)"
+    student = new_code_cell(
+        "x = 1\n### BEGIN HIDDEN TESTS\nassert x == 42\n### END HIDDEN TESTS\n",
+        outputs=[new_output("error", ename="ValueError", evalue="bad /home/prof/secret.py",
+                            traceback=["File /home/prof/secret.py, line 3", "assert x == 42"])],
+    )
+    nb.cells = [new_markdown_cell("intro"), student, test_cell]
+    nb.metadata[METADATA_KEY] = {"report": {"exercises": {}}}
+    nb, _ = RedactFeedback()(nb, {})
+    assert nb.cells[2].source == TEST_CELL_NOTE
+    assert "42" not in nb.cells[1].source and "x = 1" in nb.cells[1].source
+    error = nb.cells[1].outputs[0]
+    assert error.traceback == ["ValueError: bad <path>"]
+    assert "/srv/kit" not in nb.cells[2].outputs[0].text
+    assert METADATA_KEY not in nb.metadata
+
+
+# -- a class graded by the real engine ---------------------------------------------------
+
+CASES = ("ex3-mask-inverted", "read-hidden-files", "exit-in-call")
+
+
+def notebook_for(case_name: str):
+    from autograder.corpus import cases
+    from sdpa_course.demo import notebook_from_source
+
+    case = next(c for c in cases() if c.name == case_name)
+    return notebook_from_source(answer_key(), case.source)
+
+
+@pytest.fixture(scope="module")
+def real_class(tmp_path_factory):
+    pytest.importorskip("autograder.engine")
+    from sdpa_course.grade import grade_course
+
+    course = released_course(tmp_path_factory.mktemp("real") / "course")
+    submit(course, "key", answer_key())
+    for name in CASES:
+        submit(course, name, notebook_for(name))
+    result = grade_course(course, workers=2)
+    return course, result
+
+
+def page_text(course: Path, student: str) -> str:
+    raw = (course / "feedback" / student / "sdpa" / "attention.html").read_text()
+    body = re.sub(r"<(style|script)\b.*?</\1>", " ", raw, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def hidden_suite_lines() -> set[str]:
+    """Distinctive lines of the hidden suites (asserts, calls with reference values)."""
+    lines = set()
+    for path in (REPO / "autograder" / "suites").glob("*.py"):
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if len(line) >= 30 and not line.startswith(("#", '"""', "def ", "@", "from ",
+                                                         "import ")):
+                lines.add(line)
+    return lines
+
+
+def test_answer_key_earns_every_automatic_point_in_the_gradebook(real_class):
+    course, result = real_class
+    assert result.records["key"]["status"] == "graded"
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        grades = {g.name: g for g in gb.find_submission_notebook("attention", "sdpa",
+                                                                    "key").grades}
+        assert sum(grades[f"ex{i}_autograded"].score for i in (1, 2, 3)) == 20.0
+        assert grades["ex2_explain"].needs_manual_grade
+
+
+def test_hostile_submissions_are_graded_not_lost(real_class):
+    _, result = real_class
+    for name in CASES:
+        assert result.records[name]["status"] == "graded", result.records[name]["error"]
+    assert "crashed" in result.records["exit-in-call"]["exercises"]["ex3"]["diagnoses"]
+
+
+def test_feedback_shows_scores_diagnoses_and_pending_written_answer(real_class):
+    course, _ = real_class
+    text = page_text(course, "ex3-mask-inverted")
+    assert "Exercise 3: causal scaled dot-product attention" in text
+    assert "mask-inverted" in text
+    assert "pending / 2" in text and "points pending hand grading" in text
+    assert "Written response (Score: 0.0" not in text
+
+
+@pytest.mark.parametrize("student", ["key", *CASES])
+def test_feedback_never_shows_hidden_tests_or_grader_paths(real_class, student):
+    course, _ = real_class
+    text = page_text(course, student)
+    leaked = [line for line in hidden_suite_lines() if line in text]
+    assert not leaked, leaked[:3]
+    # absolute paths only: a hostile student's own code may spell "/autograder/" itself
+    for secret in (str(course), str(REPO), sys.prefix, "site-packages"):
+        assert secret not in text, secret
+    assert "BEGIN HIDDEN TESTS" not in text
+
+
+def test_autograded_notebook_keeps_the_full_report_for_instructors(real_class):
+    course, _ = real_class
+    nb = nbformat.read(str(course / "autograded" / "key" / "sdpa" / "attention.ipynb"), 4)
+    assert nb.metadata[METADATA_KEY]["report"]["score"] == 20.0
