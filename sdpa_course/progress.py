@@ -24,7 +24,7 @@ class Progress:
         self.line_interval = line_interval
         self.width = width
         self.started = time.monotonic()
-        self._last_draw = 0.0
+        self._last_draw: float | None = None  # the first advance always draws
 
     def __enter__(self) -> Progress:
         return self
@@ -49,7 +49,8 @@ class Progress:
         self.done += n
         now = time.monotonic()
         interval = 0.1 if self.tty else self.line_interval
-        if now - self._last_draw >= interval or self.done >= self.total:
+        if (self._last_draw is None or now - self._last_draw >= interval
+                or self.done >= self.total):
             self._draw()
             self._last_draw = now
 
