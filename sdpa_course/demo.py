@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import secrets
 import sys
 import tempfile
 import time
@@ -103,6 +104,8 @@ def build_class(course: Path, answer_key_path: Path) -> dict[str, object]:
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(folder / "attention.ipynb"))
         (folder / "timestamp.txt").write_text(stamp)
+        # as `nbgrader submit` leaves it, so `nbgrader release_feedback` works on the demo too
+        (folder / "submission_secret.txt").write_text(secrets.token_hex(64))
     broken = course / "submitted" / BROKEN_STUDENT / "sdpa"
     broken.mkdir(parents=True, exist_ok=True)
     (broken / "attention.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "x = ')

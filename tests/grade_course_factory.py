@@ -83,4 +83,6 @@ def submit(course: Path, student: str, notebook=None, *, text: str | None = None
     else:
         nbformat.write(notebook if notebook is not None else answer_key(), str(path))
     (folder / "timestamp.txt").write_text(timestamp)
+    # what `nbgrader submit` leaves for release_feedback / fetch_feedback to pair them
+    (folder / "submission_secret.txt").write_text(f"secret-of-{student}")
     return path

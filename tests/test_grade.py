@@ -233,3 +233,34 @@ def test_plain_nbgrader_autograde_also_grades_with_the_engine(small_class):
     assert outcome["success"], outcome.get("error")
     with gradebook(small_class) as gb:
         assert gb.find_grade("ex3_autograded", "attention", "sdpa", "ben").score == 4.5
+
+
+def test_plain_nbgrader_feedback_and_release_feedback_work_on_kit_grades(small_class, tmp_path):
+    from nbgrader.apps import NbGraderAPI
+
+    from sdpa_course.coursedir import load_config
+
+    grade_course(small_class, workers=1)
+    api = NbGraderAPI(config=load_config(small_class))
+    assert api.generate_feedback("sdpa", "ben", force=True)["success"]
+    page = (small_class / "feedback" / "ben" / "sdpa" / "attention.html").read_text()
+    assert "pending" in page and "/opt/grader" not in page
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "nbgrader"), "release_feedback", "sdpa",
+         f"--Exchange.root={exchange}"], cwd=small_class, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(list(exchange.rglob("*.html"))) == 2
+
+
+def test_a_course_database_elsewhere_is_honoured(small_class, tmp_path):
+    elsewhere = tmp_path / "db" / "grades.db"
+    elsewhere.parent.mkdir()
+    (small_class / "gradebook.db").rename(elsewhere)
+    with (small_class / "nbgrader_config.py").open("a") as fh:
+        fh.write(f'c.CourseDirectory.db_url = "sqlite:///{elsewhere}"\n')
+    grade_course(small_class, workers=1)
+    assert not (small_class / "gradebook.db").exists()
+    with Gradebook(f"sqlite:///{elsewhere}") as gb:
+        assert gb.find_submission("sdpa", "ben").score == pytest.approx(3 + 6 + 4.5)
