@@ -136,10 +136,30 @@ def _populate_dev(root: str) -> None:
         os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
 
 
-def build_root(hidden: list[str]) -> str:
-    """Make the private root (a tmpfs) and return its path; call in a new mount namespace."""
+def _private_root_dir() -> tuple[str, str]:
+    """A directory for the new root: (its path, the host directory left behind or "").
+
+    When nothing to bind lives under /tmp, a tmpfs over /tmp (private to this mount
+    namespace) holds it and nothing is left on the host; otherwise a host temporary directory
+    serves as the mount point and must be removed once the zygote has stopped.
+    """
+    sources = [*SYSTEM_DIRS, *python_trees()]
+    if not any(os.path.realpath(p) == "/tmp" or os.path.realpath(p).startswith("/tmp/")
+               for p in sources if os.path.exists(p)):
+        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+        os.mkdir("/tmp/root", 0o755)
+        return "/tmp/root", ""
     root = tempfile.mkdtemp(prefix="sdpa-sandbox-root-")
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    return root, root
+
+
+def build_root(hidden: list[str]) -> tuple[str, str]:
+    """Make the private root; return (its path, a host directory to remove later or "").
+
+    Call in a new mount namespace.
+    """
+    root, leftover = _private_root_dir()
     for top in SYSTEM_DIRS:
         if os.path.islink(top):
             os.symlink(os.readlink(top), root + top)
@@ -157,7 +177,7 @@ def build_root(hidden: list[str]) -> str:
         real = os.path.realpath(path)
         if os.path.lexists(root + real):
             _mask(root + real)
-    return root
+    return root, leftover
 
 
 def enter_zygote(isolation: str, hidden: list[str]) -> tuple[str, list[str], str]:
@@ -178,10 +198,10 @@ def enter_zygote(isolation: str, hidden: list[str]) -> tuple[str, list[str], str
         try:
             unshare(CLONE_NEWNS | CLONE_NEWNET)
             mount(None, "/", None, MS_REC | MS_PRIVATE)
-            root = build_root(hidden)
+            root, leftover = build_root(hidden)
             os.chroot(root)
             os.chdir("/")
-            return "namespaces", [], root
+            return "namespaces", [], leftover
         except OSError as exc:
             reason = f"could not set up namespaces ({exc})"
     if isolation == "namespaces":
