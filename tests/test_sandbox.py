@@ -325,7 +325,8 @@ def test_import_inside_a_call_raises_forbidden_import(run):
 
 def test_hidden_suites_reference_and_answer_key_are_unreadable(run):
     targets = [REPO / "autograder" / "__init__.py", REPO / "sdpa_ref" / "__init__.py",
-               *sorted((REPO / "solutions").rglob("*.ipynb"))[:1]]
+               *sorted((REPO / "solutions").rglob("*.ipynb"))[:1],
+               *sorted((REPO / "source").rglob("*.ipynb"))[:1]]
     probes = "\n".join(f"try:\n    open({str(t)!r}).read(1)\n    read.append({str(t)!r})\n"
                        "except OSError:\n    pass" for t in targets)
     sandbox = run("read = []\n" + probes)
@@ -341,6 +342,22 @@ def test_gradebook_passed_as_hidden_path_is_unreadable(tmp_path):
         with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
             sandbox.start()
             assert sandbox.get("seen") == ""
+
+
+@linux_root
+def test_hidden_paths_inside_the_mounted_runtime_are_masked(tmp_path):
+    """What keeps a pip-installed kit (packages inside site-packages) out of reach."""
+    import importlib.metadata
+
+    record = Path(importlib.metadata.distribution("sdpa-course")._path)  # its dist-info
+    if not record.is_dir():
+        pytest.skip("sdpa-course is not installed with a dist-info directory")
+    source = (f"import os\nlisted = os.listdir({str(record)!r})\n"
+              f"runtime = len(os.listdir({str(Path(np.__file__).parent)!r})) > 0")
+    with SandboxPool(hidden_paths=[record]) as pool:
+        with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
+            sandbox.start()
+            assert sandbox.get("listed") == [] and sandbox.get("runtime") is True
 
 
 @linux_root
