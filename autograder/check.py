@@ -21,6 +21,9 @@ def check_path(path: Path, *, as_json: bool = False) -> int:
     except SubmissionError as err:
         print(f"sdpa-course check: {err}", file=sys.stderr)
         return 2
+    from autograder.sandbox import default_pool
+
+    default_pool().start(wait=False)  # the zygote boots while the suites import
     from autograder.engine import grade_cells
     from autograder.report import render_text
 
