@@ -133,3 +133,8 @@ def test_content_as_bytes_text_or_dict_reads_like_the_file():
     assert read_content(raw, name="attention.ipynb") == from_file
     assert read_content(raw.decode(), name="attention.ipynb") == from_file
     assert read_content(json.loads(raw), name="attention.ipynb") == from_file
+
+
+def test_comments_and_strings_that_look_like_magics_stay_as_written():
+    for source in ("x = 1  # why?\n", 's = """\n%d items\n!important\n"""\n'):
+        assert transform_magics(source) == source
