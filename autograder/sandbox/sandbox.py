@@ -7,10 +7,6 @@ respawns the worker (replaying the cells that succeeded) when student code kille
 
 from __future__ import annotations
 
-import os
-import select
-import signal
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +23,7 @@ from .errors import (
 )
 from .limits import Limits
 from .pool import SandboxPool, default_pool
-
-CLOSE_SECONDS = 5.0
-MAX_DRAIN_BYTES = 4 * 2**20
+from .process import OutputCapture, WorkerLost, WorkerProcess
 
 
 @dataclass(frozen=True)
@@ -49,266 +43,6 @@ class CellOutcome:
     status: str  # "ok" | "error" | "syntax-error" | "timeout" | "memory-limit" | "died"
     error: str = ""  # student-facing one-line summary
     output: str = ""  # the cell's captured stdout/stderr, truncated
-
-
-class _Output:
-    """Keeps the first `limit` bytes written, counts the rest."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.kept = bytearray()
-        self.dropped = 0
-
-    def add(self, data: bytes) -> None:
-        room = self.limit - len(self.kept)
-        if room > 0:
-            self.kept += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def text(self) -> str:
-        text = self.kept.decode("utf-8", errors="replace")
-        if self.dropped:
-            text += f"\n[... {self.dropped} bytes dropped]"
-        return text
-
-
-class _Lost(Exception):
-    """The worker process is gone; `status` is a CellOutcome status, `message` says why."""
-
-    def __init__(self, status: str, message: str):
-        self.status = status
-        super().__init__(message)
-
-
-class _Worker:
-    """One forked worker process and the two channels to it."""
-
-    def __init__(self, pool: SandboxPool, limits: Limits, uid: int):
-        self.limits = limits
-        self.sock, self.out_fd, self.pid = pool.spawn(limits, uid)
-        try:  # signals through a pidfd cannot hit a recycled pid
-            self.pidfd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):
-            self.pidfd = -1
-        self.sock.setblocking(False)
-        os.set_blocking(self.out_fd, False)
-        self.group_kill = pool.mode != "namespaces"
-        self.buffer = bytearray()
-        self.exit_status: int | None = None
-        self.cpu_seconds = 0.0
-        self.alive = True
-        self.request_id = 0
-
-    # -- low level --------------------------------------------------------------------------
-
-    def _drain_output(self, sink: list[_Output]) -> None:
-        total = 0
-        while self.out_fd >= 0 and total < MAX_DRAIN_BYTES:
-            try:
-                data = os.read(self.out_fd, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            if not data:
-                os.close(self.out_fd)
-                self.out_fd = -1
-                return
-            total += len(data)
-            for output in sink:
-                output.add(data)
-
-    def _pop_frame(self) -> tuple[dict, bytes] | None:
-        size = codec.HEADER.size
-        if len(self.buffer) < size:
-            return None
-        json_len, blob_len = codec.parse_header(bytes(self.buffer[:size]),
-                                                self.limits.max_transfer_bytes)
-        end = size + json_len + blob_len
-        if len(self.buffer) < end:
-            return None
-        message = codec.parse_json(bytes(self.buffer[size:size + json_len]))
-        blob = bytes(self.buffer[size + json_len:end])
-        del self.buffer[:end]
-        return message, blob
-
-    def _next_message(self, deadline: float, sink: list[_Output] | None
-                      ) -> tuple[dict | None, bytes]:
-        """The next frame from the worker side; (None, b"") at end of stream.
-
-        Raises TimeoutError at the deadline and codec.MalformedMessage on garbage.
-        """
-        sink = sink or []
-        while True:
-            frame = self._pop_frame()
-            if frame is not None:
-                return frame
-            if self.sock is None:
-                return None, b""
-            readable = self._wait(deadline, select.POLLIN, sink)
-            if readable:
-                try:
-                    data = self.sock.recv(1 << 20)
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    data = b""
-                if not data:
-                    self._drain_output(sink)
-                    self.sock.close()
-                    self.sock = None
-                    self.alive = False
-                else:
-                    self.buffer += data
-
-    def _wait(self, deadline: float, events: int, sink: list[_Output]) -> bool:
-        """Wait until the socket is ready for `events`, draining the output pipe meanwhile.
-
-        poll, not select: a grading process may hold more than FD_SETSIZE descriptors.
-        """
-        poller = select.poll()
-        poller.register(self.sock, events)
-        if self.out_fd >= 0:
-            poller.register(self.out_fd, select.POLLIN)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        ready = False
-        for fd, _ in poller.poll(remaining * 1000):
-            if fd == self.out_fd:
-                self._drain_output(sink)
-            else:
-                ready = True
-        return ready
-
-    def _send(self, data: bytes, deadline: float, sink: list[_Output]) -> None:
-        view = memoryview(data)
-        while view:
-            if self._wait(deadline, select.POLLOUT, sink):
-                try:
-                    view = view[self.sock.send(view):]
-                except BlockingIOError:
-                    continue
-
-    def signal(self, signum: int) -> None:
-        if not self.pid or self.exit_status is not None:
-            return
-        try:
-            if self.group_kill and signum == signal.SIGKILL:
-                os.killpg(self.pid, signum)
-            if self.pidfd >= 0:
-                signal.pidfd_send_signal(self.pidfd, signum)
-            else:
-                os.kill(self.pid, signum)
-        except OSError:
-            pass
-
-    # -- requests ---------------------------------------------------------------------------
-
-    def exchange(self, message: dict, blob: bytes | bytearray, seconds: float,
-                 sink: list[_Output]) -> tuple[dict, bytes, bool]:
-        """Send a request and wait for its reply: (reply, blob, interrupted).
-
-        `interrupted` means the time limit passed and SIGINT was sent, but the worker answered.
-        Raises _Lost if the worker is gone (killed here at the time limit, or dead).
-        """
-        if not self.alive or self.sock is None:
-            raise _Lost("died", "the submission's process is not running")
-        self.request_id += 1
-        message = dict(message, id=self.request_id)
-        deadline = time.monotonic() + seconds
-        interrupted = False
-        try:
-            self._send(codec.pack(message, blob), deadline, sink)
-        except TimeoutError:
-            self.kill()
-            raise _Lost("timeout", f"did not accept its input within {seconds:g} s") from None
-        except OSError:  # the worker is gone: collect its exit status
-            self._collect_exit(time.monotonic() + 1.0)
-            raise self._death() from None
-        while True:
-            try:
-                reply, reply_blob = self._next_message(deadline, sink)
-            except TimeoutError:
-                if not interrupted:
-                    interrupted = True
-                    self.signal(signal.SIGINT)
-                    deadline = time.monotonic() + self.limits.interrupt_grace_seconds
-                    continue
-                self.kill()
-                raise _Lost("timeout", f"timed out after {seconds:g} s") from None
-            except codec.MalformedMessage as exc:
-                self.kill()
-                raise _Lost("died", f"the process sent a malformed reply ({exc})") from None
-            if reply is None:
-                raise self._death()
-            op = reply.get("op")
-            if op == "setup-failed":
-                self.kill()
-                raise RuntimeError(f"the sandbox worker could not start: {reply.get('message')}")
-            if op == "exited":
-                self._note_exit(reply)
-            elif op == "reply" and reply.get("id") == self.request_id:
-                self._drain_output(sink)
-                return reply, reply_blob, interrupted
-
-    def _note_exit(self, message: dict) -> None:
-        status, cpu = message.get("status"), message.get("cpu_seconds")
-        self.exit_status = status if type(status) is int else -1
-        self.cpu_seconds = float(cpu) if type(cpu) in (int, float) else 0.0
-        self.alive = False
-
-    def _death(self) -> _Lost:
-        self.alive = False
-        status = self.exit_status
-        if status is None or status < 0:
-            return _Lost("died", "the process ended unexpectedly")
-        # However it ended (SIGXCPU, its handler's exit, the hard limit's SIGKILL), a worker
-        # that used up its CPU time was stopped by the CPU limit.
-        if (self.cpu_seconds >= self.limits.cpu_seconds - 0.05
-                or (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU)
-                or (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGXCPU)):
-            return _Lost("timeout", f"ran past its CPU limit ({self.limits.cpu_seconds} s)")
-        if os.WIFSIGNALED(status):
-            signum = os.WTERMSIG(status)
-            try:
-                name = signal.Signals(signum).name
-            except ValueError:
-                name = str(signum)
-            return _Lost("died", f"the process was killed by signal {name}")
-        return _Lost("died", f"the process exited with code {os.WEXITSTATUS(status)}")
-
-    def kill(self) -> None:
-        self.signal(signal.SIGKILL)
-        self.alive = False
-
-    def _collect_exit(self, deadline: float) -> None:
-        """Read until the zygote's exit report (or the end of the stream, or the deadline)."""
-        try:
-            while self.sock is not None:
-                message, _ = self._next_message(deadline, None)
-                if message is None:
-                    return
-                if message.get("op") == "exited":
-                    self._note_exit(message)
-                    return
-        except (TimeoutError, codec.MalformedMessage):
-            pass
-
-    def close(self, wait: bool = True) -> None:
-        """Kill the worker and everything it started; wait until the zygote confirms."""
-        self.kill()
-        if wait:
-            self._collect_exit(time.monotonic() + CLOSE_SECONDS)
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-        if self.out_fd >= 0:
-            os.close(self.out_fd)
-            self.out_fd = -1
-        if self.pidfd >= 0:
-            os.close(self.pidfd)
-            self.pidfd = -1
 
 
 def _located(text: str, label: str, line: int, with_label: bool) -> str:
@@ -335,9 +69,9 @@ class Sandbox:
         self.restarts = 0
         self.cpu_seconds = 0.0  # CPU used by the workers that have ended (all, after close)
         self.uid = SandboxPool.new_uid()
-        self._output = _Output(self.limits.output_bytes)
+        self._output = OutputCapture(self.limits.output_bytes)
         self._replay: list[int] = []  # indices of the cells that ran without error
-        self._worker: _Worker | None = None
+        self._worker: WorkerProcess | None = None
         self._closed = False
 
     def __enter__(self) -> Sandbox:
@@ -358,10 +92,10 @@ class Sandbox:
 
     # -- workers ----------------------------------------------------------------------------
 
-    def _new_worker(self) -> _Worker:
+    def _new_worker(self) -> WorkerProcess:
         if self._closed:
             raise RuntimeError("this Sandbox is closed")
-        worker = _Worker(self.pool, self.limits, self.uid)
+        worker = WorkerProcess(self.pool, self.limits, self.uid)
         for text in self.pool.warnings:
             if text not in self.warnings:
                 self.warnings.append(text)
@@ -387,7 +121,7 @@ class Sandbox:
                 cell = self.cells[index]
                 try:
                     worker.exchange(self._run_request(cell), b"", self.limits.cell_seconds, [])
-                except _Lost:
+                except WorkerLost:
                     self._replay.remove(index)  # it ran once, but kills the process now
                     worker.close(wait=False)
                     replayed = False
@@ -396,7 +130,7 @@ class Sandbox:
                 self._worker = worker
                 return
 
-    def _ready(self) -> _Worker:
+    def _ready(self) -> WorkerProcess:
         if self.outcomes is None:
             self.start()
         if self._worker is None or not self._worker.alive:
@@ -435,12 +169,12 @@ class Sandbox:
         return self.outcomes
 
     def _run_cell(self, cell: Cell) -> CellOutcome:
-        segment = _Output(self.limits.output_bytes)
+        segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.cell_seconds
         try:
             reply, _, interrupted = self._worker.exchange(
                 self._run_request(cell), b"", seconds, [segment, self._output])
-        except _Lost as lost:
+        except WorkerLost as lost:
             self._discard_worker()
             return CellOutcome(cell.label, lost.status, str(lost), segment.text())
         self._note_forbidden(reply)
@@ -459,12 +193,12 @@ class Sandbox:
 
     def _request(self, message: dict, blob: bytes, what: str) -> tuple[dict, bytes]:
         worker = self._ready()
-        segment = _Output(self.limits.output_bytes)
+        segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.call_seconds
         try:
             reply, reply_blob, interrupted = worker.exchange(
                 message, blob, seconds, [segment, self._output])
-        except _Lost as lost:
+        except WorkerLost as lost:
             self._discard_worker()
             self.last_output = segment.text()
             if lost.status == "timeout":
