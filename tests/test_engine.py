@@ -110,6 +110,19 @@ def test_exercise_2_accepts_three_significant_figures():
     assert off["exercises"]["ex2"]["score"] == 3.0
 
 
+def test_a_mistake_grades_the_same_in_a_notebook_as_in_a_py_file():
+    from autograder.corpus import pieces
+
+    notebook = json.loads(ANSWER_KEY.read_text())
+    for cell in notebook["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "ex3_attention":
+            cell["source"] = pieces.ATTENTION_MASK_INVERTED
+    from_notebook = grade_content(notebook, name="inverted.ipynb")["exercises"]["ex3"]
+    from_py = grade_content(case("ex3-mask-inverted").source, name="s.py")["exercises"]["ex3"]
+    assert (from_notebook["score"], from_notebook["diagnoses"]) == (
+        from_py["score"], from_py["diagnoses"]) == (5.5, ["mask-inverted"])
+
+
 # -- broken submissions --------------------------------------------------------------------
 
 def test_syntax_error_in_one_notebook_cell_costs_only_its_exercise():
