@@ -91,7 +91,7 @@ def expect_close(
     if not np.all(np.isfinite(actual)):
         bad = "NaN" if np.any(np.isnan(actual)) else "inf"
         raise Mismatch(f"{what} contains {bad}" + (f": {hint}" if hint else ""))
-    wrong = np.abs(actual - expected) > atol + rtol * np.abs(expected)
+    wrong = np.abs(actual - expected) > atol + rtol * np.abs(expected)  # expected.shape
     if np.any(wrong):
         count = f"{int(wrong.sum())} of {wrong.size} values" if wrong.size > 1 else "the value"
         message = f"{what} is wrong: {count} differ from the expected result"

@@ -236,7 +236,7 @@ def _diagnose_causal_mask(prober) -> set[str]:
     if got.shape != (T, T):
         return {"wrong-shape"}
     got = got.astype(bool) if got.dtype.kind in "biuf" else got
-    ones = np.ones((T, T), dtype=bool)
+    ones = np.ones((T, T), dtype=bool)  # (T, T)
     if np.array_equal(got, np.triu(ones, k=0)):
         return {"causal-diagonal"}
     if np.array_equal(got, np.tril(ones, k=-1)):

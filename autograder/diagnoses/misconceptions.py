@@ -90,7 +90,8 @@ class Model:
         axis = -1 if self.axis == "keys" else 0
         with np.errstate(all="ignore"):
             peak = scores.max(axis=axis, keepdims=True)  # (n, 1) or (1, m)
-            weights = np.exp(scores if self.normalisation == "none, no max" else scores - peak)
+            shifted = scores if self.normalisation == "none, no max" else scores - peak
+            weights = np.exp(shifted)  # (n, m)
             if self.normalisation == "rows":
                 weights = weights / weights.sum(axis=axis, keepdims=True)
             elif self.normalisation == "whole matrix":
