@@ -86,6 +86,11 @@ class Sandbox:
         return self._output.text()
 
     @property
+    def isolation(self) -> str:
+        """The isolation mode achieved: "namespaces", "uid" or "none" (see the package doc)."""
+        return self.pool.mode
+
+    @property
     def pid(self) -> int:
         """Host pid of the current worker (0 if none), for tests and diagnostics."""
         return self._worker.pid if self._worker is not None and self._worker.alive else 0

@@ -53,6 +53,10 @@ class IPythonStub:
     def magic(self, *_args, **_kwargs):
         return None
 
+    @property
+    def user_ns(self) -> dict:
+        return self._namespace
+
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
 
