@@ -7,6 +7,12 @@ Usage::
             outcomes = sandbox.start()               # every cell, top to bottom, one namespace
             out, attn = sandbox.call("attention", Q, K, V, mask=mask, readonly=True)
 
+Beyond the contract: `CellOutcome.output` (a cell's captured output), `Sandbox.last_output`
+(that of the latest query), `Sandbox.isolation` (the mode below), `Sandbox.restarts`,
+`Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`, `Limits.help()` (help text per
+limit) and `SandboxPool.start(wait=False)`, which boots the zygote (about half a second of
+numpy and matplotlib imports) while the caller goes on reading the submission.
+
 Execution model. Cells run in order in one namespace, like a notebook. An error, exit or
 time-out in a cell is recorded in its `CellOutcome` and execution goes on with the next cell.
 A time-out first sends SIGINT (KeyboardInterrupt); if the worker does not answer within
