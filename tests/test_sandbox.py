@@ -489,3 +489,21 @@ def test_degraded_isolation_refuses_processes_signals_network_and_native_code(ru
         assert statuses(sandbox) == ["error"] * 4
         assert all(o.error.startswith("PermissionError") for o in sandbox.outcomes)
         sandbox.close()
+
+
+def test_a_worker_flooding_its_socket_between_calls_cannot_stall_the_pool(run):
+    import signal
+
+    sandbox = run("import os, threading, time\ndef flood():\n    def spam():\n"
+                  "        time.sleep(0.1)\n        while True:\n"
+                  "            for fd in range(3, 32):\n"
+                  "                try:\n                    os.write(fd, b'x' * 65536)\n"
+                  "                except OSError:\n                    pass\n"
+                  "    threading.Thread(target=spam, daemon=True).start()\n    return 1")
+    assert sandbox.call("flood") == 1
+    time.sleep(0.4)  # its socket fills up while nobody reads it
+    os.kill(sandbox.pid, signal.SIGKILL)  # the zygote's exit report now meets a full socket
+    time.sleep(0.1)
+    started = time.monotonic()
+    fresh = run("ok = 1")
+    assert fresh.get("ok") == 1 and time.monotonic() - started < 2

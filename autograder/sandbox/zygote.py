@@ -79,6 +79,15 @@ def _write(fd: int, message: dict) -> None:
         pass
 
 
+def _report(fd: int, message: dict) -> None:
+    """Send a small message without ever blocking the zygote (a full socket drops it)."""
+    try:
+        with socket.fromfd(fd, socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.send(codec.pack(message), socket.MSG_DONTWAIT)
+    except OSError:
+        pass
+
+
 def _inside(path: str, roots: tuple[str, ...]) -> bool:
     real = os.path.realpath(path or ".")
     return any(real == root or real.startswith(root + os.sep) for root in roots)
@@ -207,7 +216,7 @@ class Zygote:
                 isolation.kill_uid(child.uid)
             shutil.rmtree(child.workdir, ignore_errors=True)
         cpu = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
-        _write(child.channel_fd, {"op": "exited", "status": status, "cpu_seconds": cpu})
+        _report(child.channel_fd, {"op": "exited", "status": status, "cpu_seconds": cpu})
         for fd in (child.channel_fd, child.pidfd):
             if fd in self.watched:
                 self.poller.unregister(fd)
