@@ -23,8 +23,9 @@ from autograder.submission import read_submission
 ANSWER_KEY = Path(__file__).resolve().parent.parent / "solutions" / "sdpa" / "attention.ipynb"
 
 
-def grade_once(cells: list[Cell], pool: SandboxPool) -> tuple[float, float, float, float]:
-    """(wall s, trusted CPU s, worker CPU s, wall of start() alone)."""
+def grade_once(cells: list[Cell], pool: SandboxPool, per_cell: dict[str, list[float]]
+               ) -> tuple[float, float, float, float]:
+    """(wall s, trusted CPU s, worker CPU s, wall of start() alone); cell times to per_cell."""
     rng = np.random.default_rng(0)
     q, k, v = rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 5))
     mask = np.triu(np.ones((4, 6), dtype=bool), k=1)
@@ -33,6 +34,8 @@ def grade_once(cells: list[Cell], pool: SandboxPool) -> tuple[float, float, floa
         outcomes = sandbox.start()
         started = time.perf_counter() - wall
         assert all(o.status == "ok" for o in outcomes), outcomes
+        for outcome in outcomes:
+            per_cell.setdefault(outcome.label, []).append(outcome.seconds)
         for name in ("ex1_scores", "ex1_weights", "ex1_output", "p_scaled", "p_unscaled"):
             sandbox.get(name)
         for _ in range(3):
@@ -67,9 +70,10 @@ def main() -> None:
     began = time.perf_counter()
     with SandboxPool() as pool:
         print(f"zygote start: {time.perf_counter() - began:.3f} s (isolation: {pool.mode})")
-        grade_once(cells, pool)  # first fork touches cold pages
+        per_cell: dict[str, list[float]] = {}
+        grade_once(cells, pool, {})  # first fork touches cold pages
         zygote_before = zygote_cpu_seconds(pool)
-        runs = [grade_once(cells, pool) for _ in range(args.runs)]
+        runs = [grade_once(cells, pool, per_cell) for _ in range(args.runs)]
         zygote_answer = (zygote_cpu_seconds(pool) - zygote_before) / args.runs
         zygote_before = zygote_cpu_seconds(pool)
         overheads = [overhead_once(pool) for _ in range(args.runs)]
@@ -82,6 +86,9 @@ def main() -> None:
     print(f"  trusted-process CPU:         {statistics.median(trusted) * 1000:7.1f} ms")
     print(f"  worker CPU:                  {statistics.median(workers) * 1000:7.1f} ms")
     print(f"  zygote CPU (mean):           {zygote_answer * 1000:7.1f} ms")
+    slowest = sorted(per_cell.items(), key=lambda item: -statistics.median(item[1]))[:3]
+    for label, seconds in slowest:
+        print(f"  slowest cell {label + ':':<26}{statistics.median(seconds) * 1000:6.1f} ms wall")
     print(f"one-cell submission, start + 1 get + close ({args.runs} runs, medians):")
     print(f"  wall:                        {statistics.median(o_walls) * 1000:7.1f} ms")
     print(f"  CPU trusted + worker + zygote: {statistics.median(o_trusted) * 1000:.1f} + "

@@ -7,6 +7,7 @@ respawns the worker (replaying the cells that succeeded) when student code kille
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ class CellOutcome:
     status: str  # "ok" | "error" | "syntax-error" | "timeout" | "memory-limit" | "died"
     error: str = ""  # student-facing one-line summary
     output: str = ""  # the cell's captured stdout/stderr, truncated
+    seconds: float = 0.0  # wall-clock time the cell took
 
 
 def _located(text: str, label: str, line: int, with_label: bool) -> str:
@@ -174,6 +176,12 @@ class Sandbox:
         return self.outcomes
 
     def _run_cell(self, cell: Cell) -> CellOutcome:
+        began = time.perf_counter()
+        outcome = self._run_cell_untimed(cell)
+        outcome.seconds = time.perf_counter() - began
+        return outcome
+
+    def _run_cell_untimed(self, cell: Cell) -> CellOutcome:
         segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.cell_seconds
         try:
