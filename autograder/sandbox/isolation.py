@@ -154,10 +154,12 @@ def _private_root_dir() -> tuple[str, str]:
     return root, root
 
 
-def build_root(hidden: list[str]) -> tuple[str, str]:
+def build_root(hidden: list[str], font_cache: str = "") -> tuple[str, str]:
     """Make the private root; return (its path, a host directory to remove later or "").
 
-    Call in a new mount namespace.
+    `font_cache`, a host directory only root can enter, is mounted as matplotlib's config
+    directory so its font list survives from one zygote to the next. Call in a new mount
+    namespace.
     """
     root, leftover = _private_root_dir()
     for top in SYSTEM_DIRS:
@@ -172,6 +174,8 @@ def build_root(hidden: list[str]) -> tuple[str, str]:
     _populate_dev(root)
     for path in ("/proc", "/tmp", ZYGOTE_MPLCONFIGDIR):
         os.makedirs(root + path, exist_ok=True)
+    if font_cache and os.path.isdir(font_cache):
+        _bind(font_cache, root + ZYGOTE_MPLCONFIGDIR, readonly=False)
     os.chmod(root + "/tmp", 0o1777)
     for path in hidden:
         real = os.path.realpath(path)
@@ -180,7 +184,8 @@ def build_root(hidden: list[str]) -> tuple[str, str]:
     return root, leftover
 
 
-def enter_zygote(isolation: str, hidden: list[str]) -> tuple[str, list[str], str]:
+def enter_zygote(isolation: str, hidden: list[str], font_cache: str = ""
+                 ) -> tuple[str, list[str], str]:
     """Isolate the zygote as far as `isolation` ("auto", "namespaces", "none") and the OS allow.
 
     Returns (mode, warnings, root path on the host or "").
@@ -198,7 +203,7 @@ def enter_zygote(isolation: str, hidden: list[str]) -> tuple[str, list[str], str
         try:
             unshare(CLONE_NEWNS | CLONE_NEWNET)
             mount(None, "/", None, MS_REC | MS_PRIVATE)
-            root, leftover = build_root(hidden)
+            root, leftover = build_root(hidden, font_cache)
             os.chroot(root)
             os.chdir("/")
             return "namespaces", [], leftover

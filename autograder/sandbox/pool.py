@@ -77,6 +77,22 @@ def find_hidden_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
     return sorted(set(paths))
 
 
+def _font_cache_directory() -> str:
+    """A directory, private to this user, where the zygote keeps matplotlib's font list.
+
+    Building that list takes a good part of the zygote's start; with namespaces it is mounted
+    where student code cannot enter (mode 0700, owned by root), so no student can poison it.
+    """
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    directory = base / "sdpa-course" / "sandbox-matplotlib"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(0o700)
+    except OSError:
+        return ""
+    return str(directory)
+
+
 def _zygote_environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/",
            "MPLBACKEND": "Agg"}
@@ -150,7 +166,7 @@ class SandboxPool:
     def _begin_launch(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         config = {"control_fd": theirs.fileno(), "isolation": self.isolation,
-                  "hidden": self.hidden}
+                  "hidden": self.hidden, "font_cache": _font_cache_directory()}
         process = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOTSTRAP, json.dumps(config)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -288,7 +288,8 @@ def main(config: dict) -> None:
         # Opened before the chroot: the zygote's own root has no /proc.
         own_pid_namespace = (os.open("/proc/self/ns/pid", os.O_RDONLY)
                              if os.path.exists("/proc/self/ns/pid") else -1)
-        mode, warnings, root = isolation.enter_zygote(str(config["isolation"]), hidden)
+        mode, warnings, root = isolation.enter_zygote(str(config["isolation"]), hidden,
+                                                      str(config.get("font_cache", "")))
         mplconfig = isolation.ZYGOTE_MPLCONFIGDIR if mode == "namespaces" else tempfile.mkdtemp(
             prefix="sdpa-sandbox-mpl-")
         os.environ["MPLCONFIGDIR"] = mplconfig
