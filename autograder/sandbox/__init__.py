@@ -37,10 +37,12 @@ Isolation on Linux as root (mode ``namespaces``, the one this kit is graded with
 - network: a network namespace with only a loopback device that is down: every connection
   fails;
 - files: a mount namespace whose root is a fresh tmpfs holding read-only, nosuid bind mounts
-  of /usr, /lib*, /bin, /sbin, the Python installation and the virtualenv, a few /etc files and
-  /dev/null, zero, full, random, urandom. The kit's packages (even when installed into the
-  virtualenv), its checkout (hidden suites, answer key, tests), course directories and the
-  gradebook are simply not there; a private size-limited /tmp holds the empty workdir (HOME);
+  of /usr, /lib*, /bin, /sbin, the Python installation and the virtualenv, a few /etc files,
+  /dev/null, zero, full, random, urandom, and the zygote's matplotlib font-list cache (a host
+  directory with mode 0700: student code cannot enter it). The kit's packages (even when
+  installed into the virtualenv), its checkout (hidden suites, answer key, tests), course
+  directories and the gradebook are simply not there; a private size-limited /tmp holds the
+  empty workdir (HOME);
 - processes: each worker is the init of its own PID namespace (and has its own IPC
   namespace and /proc), so closing the sandbox kills every process the submission started,
   including setsid'd daemons; it runs as a random spare uid (>= 1,000,000) with no
