@@ -371,9 +371,12 @@ def test_network_connections_fail(run):
 @linux_root
 def test_student_runs_unprivileged_in_an_empty_workdir_with_a_scrubbed_environment(run):
     sandbox = run("import os\nuid = os.getuid()\nfiles = os.listdir('.')\n"
-                  "env = sorted(os.environ)\nhome = os.environ['HOME'] == os.getcwd()")
+                  "env = sorted(os.environ)\nhome = os.environ['HOME'] == os.getcwd()\n"
+                  "try:\n    os.listdir('/var/cache/matplotlib')\n    cache = 'readable'\n"
+                  "except PermissionError:\n    cache = 'refused'")
     assert sandbox.get("uid") == sandbox.uid != 0
     assert sandbox.get("files") == [] and sandbox.get("home") is True
+    assert sandbox.get("cache") == "refused"  # the zygote's font cache
     assert set(sandbox.get("env")) <= {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG",
                                        "MPLBACKEND", "MPLCONFIGDIR", "PYTHONDONTWRITEBYTECODE",
                                        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
