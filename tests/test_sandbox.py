@@ -510,3 +510,10 @@ def test_a_worker_flooding_its_socket_between_calls_cannot_stall_the_pool(run):
     started = time.monotonic()
     fresh = run("ok = 1")
     assert fresh.get("ok") == 1 and time.monotonic() - started < 2
+
+
+def test_arguments_that_are_not_plain_data_are_the_graders_error(run):
+    sandbox = run("def f(x):\n    return 1")
+    with pytest.raises(TypeError, match="cannot send"):
+        sandbox.call("f", object())
+    assert sandbox.call("f", 1) == 1

@@ -274,7 +274,10 @@ class Sandbox:
         return self._call(name, args, kwargs, readonly, True)
 
     def _call(self, name: str, args: tuple, kwargs: dict, readonly: bool, want_inputs: bool):
-        doc, blob = codec.encode([list(args), kwargs], max_str_chars=2**62)
+        try:
+            doc, blob = codec.encode([list(args), kwargs], max_str_chars=2**62)
+        except codec.UnsupportedValue as exc:  # the grader's mistake, not the student's
+            raise TypeError(f"cannot send this argument to the sandbox: {exc}") from None
         message = {"op": "call", "name": name, "args": doc, "readonly": readonly,
                    "return_inputs": want_inputs}
         reply, reply_blob = self._request(message, blob, f"`{name}(...)`")
