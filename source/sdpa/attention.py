@@ -160,7 +160,7 @@ print("Exercise 1 is graded when you submit; the self-check above is only a firs
 # sampling.
 
 # %%
-def _show_score_spread(samples=10_000):
+def _show_score_spread(samples=2_000):
     """Sample q.k for random unit-variance vectors and print its spread, raw and scaled."""
     rng = np.random.default_rng(0)
     for d_k in (4, 16, 64, 256):
