@@ -18,6 +18,7 @@ import jinja2
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from nbgrader.utils import find_all_files
 from traitlets.config import Config
 
 from sdpa_course.coursedir import Course
@@ -107,6 +108,7 @@ class FeedbackWriter:
         self.exporter = feedback_exporter(course)
 
     def write(self, student: str, nb) -> Path:
+        """Render `nb` (an autograded notebook already saved: the feedback steps change it)."""
         course = self.course
         resources = {
             "unique_key": course.notebook,
@@ -118,16 +120,18 @@ class FeedbackWriter:
                 "db_url": course.db_url,
             },
         }
-        html, _ = self.exporter.from_notebook_node(copy.deepcopy(nb), resources=resources)
+        html, _ = self.exporter.from_notebook_node(nb, resources=resources)
         source = course.folder("autograded", student)
         dest = course.folder("feedback", student)
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
         # like generate_feedback: the other files of the autograded folder (timestamp.txt)
-        for path in source.iterdir() if source.is_dir() else []:
-            if path.is_file() and path.suffix != ".ipynb":
-                shutil.copy(path, dest / path.name)
+        ignore = [*course.coursedir.ignore, "*.ipynb"]
+        for name in find_all_files(str(source), ignore) if source.is_dir() else []:
+            target = dest / Path(name).relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(name, target)
         out = dest / f"{course.notebook}.html"
         out.write_text(html, encoding="utf-8")
         os.chmod(out, 0o644)

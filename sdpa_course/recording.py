@@ -17,6 +17,7 @@ import nbformat
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
+from nbgrader.utils import find_all_files
 
 from sdpa_course.coursedir import Course
 from sdpa_course.engine import GradingFailed
@@ -66,6 +67,8 @@ class SubmissionRecorder:
         notebook = gradebook.find_notebook(course.notebook, course.assignment)
         self.grade_ids = {cell.name for cell in notebook.grade_cells}
         self.cell_ids = self.grade_ids | {cell.name for cell in notebook.solution_cells}
+        self.locked_sources = {cell.name: cell.source for cell in notebook.source_cells
+                               if cell.locked}
         self.source_dir = Path(course.coursedir.format_path(
             course.coursedir.source_directory, ".", course.assignment))
 
@@ -87,19 +90,20 @@ class SubmissionRecorder:
 
     def prepare(self, submission: Submission) -> tuple[Path, list[str]]:
         """nbgrader's sanitising pass; the path the engine grades and any warnings."""
-        nb, warnings = read_submitted_notebook(submission, self.cell_ids, self.grade_ids)
+        nb, warnings = read_submitted_notebook(submission, self.cell_ids, self.grade_ids,
+                                               self.locked_sources)
         dest = self.course.folder("autograded", submission.student)
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        # the submission's other files (timestamp.txt, data), then the release's own files
+        # as nbgrader does: the submission's other files (timestamp.txt, data), then the
+        # source's own files over them, minus the course's ignore patterns
+        ignore = [*self.course.coursedir.ignore, "*.ipynb"]
         for folder in (submission.folder, self.source_dir):
-            for path in folder.rglob("*") if folder.is_dir() else []:
-                if path.is_file() and path.suffix != ".ipynb" and ".ipynb_checkpoints" not in \
-                        path.parts:
-                    target = dest / path.relative_to(folder)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(path, target)
+            for name in find_all_files(str(folder), ignore) if folder.is_dir() else []:
+                target = dest / Path(name).relative_to(folder)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(name, target)
         resources = self._resources(submission.student, submission.folder)
         try:
             for step in self.sanitize_steps:

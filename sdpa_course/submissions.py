@@ -46,11 +46,13 @@ def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> lis
     return found
 
 
-def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_ids: set[str]):
+def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_ids: set[str],
+                            locked_sources: dict[str, str] | None = None):
     """The notebook and the warnings worth telling the instructor; GradingFailed if hopeless.
 
     `cell_ids` are the assignment's answer and graded cells (one must be present for the
-    notebook to be this assignment's); `grade_ids` the graded ones (reported when deleted).
+    notebook to be this assignment's); `grade_ids` the graded ones (reported when deleted);
+    `locked_sources` the release's locked cells (reported when edited: nbgrader restores them).
     """
     path = submission.notebook
     if not path.is_file():
@@ -73,6 +75,15 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
             f"cells ({', '.join(sorted(cell_ids))}) is in it"
         )
     warnings = []
+    edited = sorted(
+        cell.metadata["nbgrader"]["grade_id"]
+        for cell in nb.cells
+        if isinstance(cell.metadata.get("nbgrader"), dict)
+        and cell.metadata["nbgrader"].get("grade_id") in (locked_sources or {})
+        and cell.source.strip() != locked_sources[cell.metadata["nbgrader"]["grade_id"]].strip()
+    )
+    if edited:
+        warnings.append(f"locked cells edited and restored from the release: {', '.join(edited)}")
     missing = sorted(grade_ids - present)
     if missing:
         warnings.append(f"graded cells deleted and restored from the release: "

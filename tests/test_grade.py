@@ -116,6 +116,8 @@ def test_deleted_and_edited_graded_cells_are_restored_and_scored(graded_class):
     course, result, _ = graded_class
     assert result.records["eve"]["status"] == "graded"
     assert any("ex3_autograded" in w for w in result.records["eve"]["warnings"])
+    assert any("ex2_autograded" in w for w in result.records["fay"]["warnings"])
+    assert not [w for w in result.records["ada"]["warnings"] if "edited" in w]
     with gradebook(course) as gb:
         assert gb.find_grade("ex3_autograded", "attention", "sdpa", "eve").score == 11.0
         assert gb.find_submission("sdpa", "fay").score == pytest.approx(20.0)
@@ -264,3 +266,14 @@ def test_a_course_database_elsewhere_is_honoured(small_class, tmp_path):
     assert not (small_class / "gradebook.db").exists()
     with Gradebook(f"sqlite:///{elsewhere}") as gb:
         assert gb.find_submission("sdpa", "ben").score == pytest.approx(3 + 6 + 4.5)
+
+
+def test_ignored_source_files_never_reach_autograded_or_feedback(small_class):
+    # the jupytext source holds the solutions; the course config tells nbgrader to ignore it
+    (small_class / "source" / "sdpa" / "attention.py").write_text("SOLUTION = 'secret'\n")
+    (small_class / "source" / "sdpa" / "data.csv").write_text("x\n1\n")
+    grade_course(small_class, workers=1)
+    for step in ("autograded", "feedback"):
+        folder = small_class / step / "ada" / "sdpa"
+        assert not (folder / "attention.py").exists(), step
+    assert (small_class / "autograded" / "ada" / "sdpa" / "data.csv").is_file()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from nbformat.v4 import new_markdown_cell
 from nbgrader import utils
 from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
+from traitlets import List
 
 from sdpa_course.feedback_text import summary_markdown
 from sdpa_course.nbgrader_ext.autograde import METADATA_KEY
@@ -30,7 +31,18 @@ class GetGradesWithPending(GetGrades):
         cell.metadata.nbgrader["pending"] = grade.auto_score is None and grade.manual_score is None
 
 
-class FeedbackSummary(NbGraderPreprocessor):
+class FeedbackPreprocessor(NbGraderPreprocessor):
+    """A feedback step: takes the HTML exporter's shared `display_data_priority` setting.
+
+    nbconvert's HTMLExporter sets it for every step; without the trait nbgrader warns
+    "Config option not recognized" (nbgrader's own GetGrades declares it the same way).
+    """
+
+    display_data_priority = List(GetGrades.class_traits()["display_data_priority"].default(),
+                                 config=True)
+
+
+class FeedbackSummary(FeedbackPreprocessor):
     """Put the per-exercise results, diagnoses and pending parts in a cell at the top."""
 
     def preprocess(self, nb, resources):

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 
-from nbgrader.preprocessors import NbGraderPreprocessor
-
 from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, is_autograded_cell
+from sdpa_course.nbgrader_ext.feedback_summary import FeedbackPreprocessor
 
 TEST_CELL_NOTE = "# Graded by the course's hidden tests; the tests themselves are not shown."
 HIDDEN_BLOCK = re.compile(
@@ -55,7 +54,7 @@ def redact_output(output) -> None:
                 data[mime] = redact_text(_as_text(data[mime]))
 
 
-class RedactFeedback(NbGraderPreprocessor):
+class RedactFeedback(FeedbackPreprocessor):
     """Strip hidden tests, tracebacks and file paths from the notebook rendered as feedback."""
 
     def preprocess(self, nb, resources):
