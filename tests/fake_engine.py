@@ -7,6 +7,7 @@ for a given score, a kit crash, a hang or a refusal without depending on the rea
     # FAKE:kill-worker      the grading process dies (os._exit)
     # FAKE:hang             the grading process never answers
     # FAKE:refuse           the engine refuses the file (SubmissionError)
+    # FAKE:sleep=1.5        grading takes that many seconds
 
 Every failed test's message names a file path of the grader, so that feedback redaction
 has something to remove.
@@ -38,6 +39,8 @@ def grade_submission(path, *, limits=None, pool=None) -> dict:
         os._exit(3)
     if "FAKE:hang" in code:
         time.sleep(3600)
+    for seconds in re.findall(r"FAKE:sleep=([\d.]+)", code):
+        time.sleep(float(seconds))
     if "FAKE:refuse" in code:
         raise SubmissionError("the fake engine refuses this file")
     scores = dict(MAX)

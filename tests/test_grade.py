@@ -11,8 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -277,3 +280,28 @@ def test_ignored_source_files_never_reach_autograded_or_feedback(small_class):
         folder = small_class / step / "ada" / "sdpa"
         assert not (folder / "attention.py").exists(), step
     assert (small_class / "autograded" / "ada" / "sdpa" / "data.csv").is_file()
+
+
+def test_run_stopped_with_ctrl_c_resumes_where_it_stopped(course_template, tmp_path):
+    course = copy_course(course_template, tmp_path / "course")
+    students = [f"s{i}" for i in range(6)]
+    for student in students:
+        submit(course, student, with_code(answer_key(), "# FAKE:sleep=0.7"))
+    results = course / "reports" / "sdpa" / "results"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "sdpa_course.cli", "grade", "--course-dir", str(course),
+         "--workers", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (results.is_dir() and len(list(results.glob("*.json"))) >= 2):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    assert run.wait(timeout=30) == 130
+    first = {p.stem for p in results.glob("*.json")}
+    assert 2 <= len(first) < len(students)
+    again = grade_course(course, workers=2)
+    assert sorted(again.graded_now) == sorted(set(students) - first)
+    assert not again.failed
+    with gradebook(course) as gb:
+        assert len(gb.assignment_submissions("sdpa")) == len(students)
