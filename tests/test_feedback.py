@@ -73,7 +73,8 @@ def test_redaction_hides_test_code_hidden_blocks_tracebacks_and_the_report():
 
 # -- a class graded by the real engine ---------------------------------------------------
 
-CASES = ("ex3-mask-inverted", "read-hidden-files", "exit-in-call")
+CASES = ("ex3-mask-inverted", "read-hidden-files", "exit-in-call", "loop-at-import",
+         "memory-hog-in-call")
 
 
 def notebook_for(case_name: str):
@@ -129,7 +130,12 @@ def test_hostile_submissions_are_graded_not_lost(real_class):
     _, result = real_class
     for name in CASES:
         assert result.records[name]["status"] == "graded", result.records[name]["error"]
-    assert "crashed" in result.records["exit-in-call"]["exercises"]["ex3"]["diagnoses"]
+    def codes(name):
+        return {c for ex in result.records[name]["exercises"].values() for c in ex["diagnoses"]}
+
+    assert "crashed" in codes("exit-in-call")
+    assert "timeout" in codes("loop-at-import")
+    assert "memory-limit" in codes("memory-hog-in-call")
 
 
 def test_feedback_shows_scores_diagnoses_and_pending_written_answer(real_class):
