@@ -91,7 +91,8 @@ def feedback_exporter(course: Course):
         str(templates / "static" / "node_modules" / "bootstrap" / "dist" / "css")
     ]
     config.merge(extra)
-    exporter = ClassFeedbackExporter(config=config)
+    # nbconvert's own option: validate the notebook once after all steps, not after each
+    exporter = ClassFeedbackExporter(config=config, optimistic_validation=True)
     steps = config.GenerateFeedback.get(
         "preprocessors", GenerateFeedback.class_traits()["preprocessors"].default()
     )
