@@ -53,7 +53,10 @@ class Steps:
                 shot = f"screenshot: {self.screenshot(f'{name}-FAILED')}"
             except Exception as shot_err:  # the page itself may be gone
                 shot = f"no screenshot ({type(shot_err).__name__}: {shot_err})"
-            cause = f"{type(err).__name__}: {err}"[:MAX_CAUSE_CHARS]
+            # Playwright appends an accessibility dump of the whole page: the screenshot is
+            # the better picture of it.
+            detail = str(err).split("\nAria snapshot:")[0]
+            cause = f"{type(err).__name__}: {detail}"[:MAX_CAUSE_CHARS]
             extra = f"\n{self.context()}" if self.context else ""
             message = f"step {self._number} failed: {title}\n{shot}\n{cause}{extra}"
             raise StepFailed(message) from err

@@ -55,9 +55,13 @@ class LabServer:
         separator = "&" if "?" in path else "?"
         return f"{self.base_url}/{path.lstrip('/')}{separator}token={self.token}"
 
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
     def log_tail(self, lines: int = 40) -> str:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+        """The last lines of the server's log that are not routine `[I ...]` lines."""
+        kept = [line for line in self.log_text().splitlines() if not line.startswith("[I ")]
+        return "\n".join(kept[-lines:])
 
     def stop(self, timeout: float = 15.0) -> None:
         if self.process.poll() is not None:
