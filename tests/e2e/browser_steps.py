@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from playwright.sync_api import Page
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 # Playwright's call logs can run to pages; the head says what was waited for.
 MAX_CAUSE_CHARS = 2_000

@@ -103,18 +103,20 @@ def steps(page, lab, request):
     folder.mkdir(parents=True)
     recorder = Steps(page, folder,
                      context=lambda: f"jupyter lab log (last lines):\n{lab.log_tail(25)}")
-    request.config.stash.setdefault(_SHOT_FOLDERS, []).append(folder)
-    yield recorder
-    durations = ", ".join(f"{title} {seconds:.1f}s" for title, seconds in recorder.timings)
-    print(f"\n{request.node.name}: {len(recorder.taken)} screenshots in {folder}\n  {durations}")
+    request.config.stash.setdefault(_RECORDERS, []).append(recorder)
+    return recorder
 
 
-_SHOT_FOLDERS = pytest.StashKey[list]()
+_RECORDERS = pytest.StashKey[list]()
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    folders = config.stash.get(_SHOT_FOLDERS, [])
-    if folders:
-        terminalreporter.write_sep("-", "browser test screenshots")
-        for folder in folders:
-            terminalreporter.write_line(f"{folder} ({len(list(folder.glob('*.png')))} PNG)")
+    """Where each browser test left its screenshots, and how long each step took."""
+    recorders = config.stash.get(_RECORDERS, [])
+    if recorders:
+        terminalreporter.write_sep("-", "browser test screenshots (PNG) and step times")
+        for recorder in recorders:
+            terminalreporter.write_line(f"{recorder.folder}: {len(recorder.taken)} PNG")
+            total = sum(seconds for _, seconds in recorder.timings)
+            steps = "; ".join(f"{title} {seconds:.1f}s" for title, seconds in recorder.timings)
+            terminalreporter.write_line(f"  steps done in {total:.1f}s: {steps}")

@@ -100,6 +100,13 @@ def test_a_student_completes_the_release_in_jupyterlab_and_earns_every_point(
             page.keyboard.press("d")  # JupyterLab's delete-cell shortcut
             expect(notebook.locator(".jp-Cell")).to_have_count(len(release.cells))
             assert editor_text(cell(notebook, where[locked])) == before
+        # The same shortcut does delete an ordinary cell: a new one, inserted and removed.
+        page.keyboard.press("b")
+        expect(notebook.locator(".jp-Cell")).to_have_count(len(release.cells) + 1)
+        page.keyboard.press("Escape")
+        page.keyboard.press("d")
+        page.keyboard.press("d")
+        expect(notebook.locator(".jp-Cell")).to_have_count(len(release.cells))
 
     for answer in answer_cells(release):
         if answer == "ex2_explain":
