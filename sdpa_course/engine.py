@@ -67,10 +67,31 @@ def checked_report(raw: object) -> dict:
     return raw
 
 
+def load_content_engine(spec: str = DEFAULT_ENGINE) -> Callable[..., dict]:
+    """The engine's `grade_content(content, *, name, pool=None)`, next to its path function:
+    what remote workers call, since they share no filesystem with the instructor."""
+    module_name = spec.partition(":")[0]
+    function = getattr(importlib.import_module(module_name), "grade_content", None)
+    if not callable(function):
+        raise AttributeError(f"{module_name} has no grade_content(content, *, name), which "
+                             f"grading on remote workers needs")
+    return function
+
+
 def grade_path(engine: Callable[..., dict], path: Path, pool=None) -> dict:
     """Grade one notebook with the engine; GradingFailed when it cannot be graded."""
+    return _graded(lambda **kw: engine(path, **kw), pool)
+
+
+def grade_bytes(content_engine: Callable[..., dict], content: bytes, name: str,
+                pool=None) -> dict:
+    """`grade_path` for a notebook's contents; `name` is reported as the submission."""
+    return _graded(lambda **kw: content_engine(content, name=name, **kw), pool)
+
+
+def _graded(call: Callable[..., object], pool) -> dict:
     try:
-        raw = engine(path, pool=pool) if pool is not None else engine(path)
+        raw = call(pool=pool) if pool is not None else call()
     except GradingFailed:
         raise
     except Exception as err:
