@@ -18,6 +18,7 @@ Faults:
 
 from __future__ import annotations
 
+import logging
 import queue
 from concurrent.futures import CancelledError
 from pathlib import Path
@@ -165,9 +166,14 @@ class DaskExecutor:
 
     def close(self) -> None:
         if self.client is not None:
+            # With the scheduler gone, closing cancels the client's reconnection attempts,
+            # which Dask logs as errors with tracebacks: the run has said why it stopped.
+            logging.disable(logging.ERROR)
             try:
                 self.client.close(timeout=5)
             except Exception:  # a scheduler already gone: nothing left to close cleanly
                 pass
+            finally:
+                logging.disable(logging.NOTSET)
             self.client = None
         self.futures.clear()
