@@ -74,9 +74,18 @@ def _quiet_known_warnings() -> None:
 
 
 def _engine_spec(course: Course) -> str:
+    """The configured engine, checked to load here before any worker relies on it."""
+    from sdpa_course.cli import KitError
+    from sdpa_course.engine import load_engine
     from sdpa_course.nbgrader_ext.autograde import EngineGrades
 
-    return EngineGrades(config=course.config).engine
+    spec = EngineGrades(config=course.config).engine
+    try:
+        load_engine(spec)
+    except Exception as err:
+        raise KitError(f"cannot load the grading engine {spec!r} (EngineGrades.engine): "
+                       f"{type(err).__name__}: {err}") from None
+    return spec
 
 
 def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dict[str, dict]]:

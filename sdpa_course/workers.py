@@ -31,9 +31,13 @@ class Outcome:
 
 def _worker_main(conn, engine_spec: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    engine = load_engine(engine_spec)
     try:
-        pool = make_pool(engine_spec)
+        engine = load_engine(engine_spec)
+    except Exception as err:  # say why on every task rather than die without a word
+        broken = f"the grading engine {engine_spec} cannot be loaded: {type(err).__name__}: {err}"
+        engine = None
+    try:
+        pool = make_pool(engine_spec) if engine is not None else None
     except Exception:  # no fork-server: the engine starts its sandbox per submission
         pool = None
     try:
@@ -45,6 +49,9 @@ def _worker_main(conn, engine_spec: str) -> None:
             if task is None:
                 break
             key, path = task
+            if engine is None:
+                conn.send(Outcome(key, error=broken, retry=True))
+                continue
             try:
                 conn.send(Outcome(key, report=grade_path(engine, Path(path), pool)))
             except GradingFailed as err:
@@ -69,7 +76,10 @@ class _Worker:
     def send(self, task: tuple[str, str]) -> None:
         self.task = task
         self.started = time.monotonic()
-        self.conn.send(task)
+        try:
+            self.conn.send(task)
+        except OSError:  # the process is gone; poll() reports it with this task
+            pass
 
     def stop(self, *, kill: bool = False) -> None:
         if kill:

@@ -305,3 +305,13 @@ def test_run_stopped_with_ctrl_c_resumes_where_it_stopped(course_template, tmp_p
     assert not again.failed
     with gradebook(course) as gb:
         assert len(gb.assignment_submissions("sdpa")) == len(students)
+
+
+def test_an_engine_that_cannot_load_stops_before_grading_anyone(small_class):
+    from sdpa_course.cli import KitError
+
+    with (small_class / "nbgrader_config.py").open("a") as fh:
+        fh.write('c.EngineGrades.engine = "no_such_module:grade_submission"\n')
+    with pytest.raises(KitError, match="cannot load the grading engine"):
+        grade_course(small_class, workers=1)
+    assert not (small_class / "reports" / "sdpa" / "results").exists()
