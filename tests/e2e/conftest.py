@@ -36,12 +36,9 @@ def chromium_path() -> str | None:
 
 @pytest.fixture(scope="session")
 def playwright_driver():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser tests need the Python package playwright: pip install -e '.[e2e]' "
-                    "(make test installs it)")
-    with sync_playwright() as driver:
+    from playwright_api import sync_api
+
+    with sync_api.sync_playwright() as driver:
         yield driver
 
 

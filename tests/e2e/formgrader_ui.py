@@ -6,7 +6,12 @@ tables fill in after the page loads (a "Loading, please wait..." row until then)
 
 from __future__ import annotations
 
-from playwright.sync_api import FrameLocator, Locator, Page, expect
+from typing import TYPE_CHECKING
+
+from playwright_api import expect
+
+if TYPE_CHECKING:
+    from playwright.sync_api import FrameLocator, Locator, Page
 
 FORMGRADER_FRAME = "#formgrader-iframe iframe"
 LOADED_ROWS = "#main-table tr[role='row']"  # rows DataTables has drawn from the loaded data

@@ -7,8 +7,12 @@ the page (see lab_server.LAB_SETTINGS), so the n-th `.jp-Cell` is the notebook's
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from playwright.sync_api import Locator, Page, expect
+from playwright_api import expect
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page
 
 # Kernel start, a whole Run All and a save are the slowest things waited for.
 KERNEL_TIMEOUT_MS = 60_000

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from class_course import ASSIGNMENT, NOTEBOOK, run_tool
 from formgrader_ui import go_to, open_formgrader, row
-from playwright.sync_api import expect
+from playwright_api import expect
 
 pytestmark = pytest.mark.browser
 

@@ -21,7 +21,7 @@ from jupyterlab_ui import (
     type_code,
     type_markdown,
 )
-from playwright.sync_api import expect
+from playwright_api import expect
 
 pytestmark = pytest.mark.browser
 
