@@ -7,8 +7,10 @@ The course is made once per test session with the kit's own `init_course` and
 
 from __future__ import annotations
 
+import atexit
 import copy
 import shutil
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -19,15 +21,24 @@ ANSWER_KEY = REPO / "solutions" / "sdpa" / "attention.ipynb"
 TIMESTAMP = "2026-11-20 09:30:00.000000 UTC"
 
 
+_RELEASED: list[Path] = []  # one released course per test session, copied for each use
+
+
 def released_course(path: Path) -> Path:
+    """A fresh course at `path`, made by `init_course` + `release_assignment` (once a session)."""
     from sdpa_course.course import init_course, release_assignment
 
-    init_course(path)
-    release_assignment(path)
+    if not _RELEASED:
+        master = Path(tempfile.mkdtemp(prefix="sdpa-released-")) / "course"
+        init_course(master)
+        release_assignment(master)
+        atexit.register(shutil.rmtree, master.parent, ignore_errors=True)
+        _RELEASED.append(master)
+    shutil.copytree(_RELEASED[0], path)
     return path
 
 
-def use_fake_engine(course: Path, *, deadline: float = 5.0) -> None:
+def use_fake_engine(course: Path, *, deadline: float = 3.0) -> None:
     with (course / "nbgrader_config.py").open("a") as fh:
         fh.write('\nc.EngineGrades.engine = "fake_engine:grade_submission"\n')
         fh.write(f"c.ClassGrading.submission_deadline = {deadline}\n")
