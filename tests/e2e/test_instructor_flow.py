@@ -16,7 +16,7 @@ from class_course import ASSIGNMENT, NOTEBOOK, run_tool
 from formgrader_ui import go_to, open_formgrader, row
 from playwright_api import expect
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 GRADED_BY_HAND = "ex2_explain"
 HAND_SCORE = 1.5  # of 2: a good answer without every number of the mark scheme

@@ -23,7 +23,7 @@ from jupyterlab_ui import (
 )
 from playwright_api import expect
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SELF_CHECKS = {  # grade_id of the self-check cell -> the exercise its message names
     "ex1_selfcheck": "Exercise 1",
