@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 KERNEL_TIMEOUT_MS = 60_000
 RUN_ALL_TIMEOUT_MS = 90_000
 
-EXECUTED_PROMPT = re.compile(r"^\[\d+\]:$")
+EXECUTED_PROMPT = re.compile(r"^\[(\d+)\]:$")
 
 
 def open_notebook(page: Page, server, path: str) -> Locator:
@@ -46,32 +46,12 @@ def editor_text(cell_locator: Locator) -> str:
     return "\n".join(line.replace("\u200b", "") for line in lines)
 
 
-def type_code(page: Page, cell_locator: Locator, source: str) -> None:
-    """Replace a code cell's source by typing `source` on the keyboard.
+def _type_lines(page: Page, text: str) -> None:
+    """Type `text` line by line into the focused editor, its contents selected first.
 
     After each Enter, CodeMirror indents the new line by itself; Shift+Home selects that
     indentation so the typed line (with its own indentation) replaces it.
     """
-    cell_locator.locator(".cm-content").click()
-    page.keyboard.press("Control+a")
-    page.keyboard.press("Delete")
-    for number, line in enumerate(source.split("\n")):
-        if number:
-            page.keyboard.press("Enter")
-            page.keyboard.press("Shift+Home")
-            if not line:
-                page.keyboard.press("Delete")
-        if line:
-            page.keyboard.type(line)
-    page.keyboard.press("Escape")  # back to command mode
-
-
-def type_markdown(page: Page, cell_locator: Locator, text: str) -> None:
-    """Replace a markdown cell's text by typing it, then render the cell."""
-    cell_locator.dblclick()
-    editor = cell_locator.locator(".cm-content")
-    expect(editor).to_be_visible()
-    editor.click()
     page.keyboard.press("Control+a")
     page.keyboard.press("Delete")
     for number, line in enumerate(text.split("\n")):
@@ -82,13 +62,29 @@ def type_markdown(page: Page, cell_locator: Locator, text: str) -> None:
                 page.keyboard.press("Delete")
         if line:
             page.keyboard.type(line)
+
+
+def type_code(page: Page, cell_locator: Locator, source: str) -> None:
+    """Replace a code cell's source by typing `source` on the keyboard."""
+    cell_locator.locator(".cm-content").click()
+    _type_lines(page, source)
+    page.keyboard.press("Escape")  # back to command mode
+
+
+def type_markdown(page: Page, cell_locator: Locator, text: str) -> None:
+    """Replace a markdown cell's text by typing it, then render the cell."""
+    cell_locator.dblclick()
+    editor = cell_locator.locator(".cm-content")
+    expect(editor).to_be_visible()
+    editor.click()
+    _type_lines(page, text)
     page.keyboard.press("Shift+Enter")  # render it (and move on, as a student would)
 
 
 def execution_counts(notebook: Locator) -> list[int | None]:
     """Each code cell's execution count as its prompt shows it (None: not run, or running)."""
     prompts = notebook.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
-    return [int(m.group(1)) if (m := re.match(r"^\[(\d+)\]:$", p.strip())) else None
+    return [int(m.group(1)) if (m := EXECUTED_PROMPT.match(p.strip())) else None
             for p in prompts]
 
 
