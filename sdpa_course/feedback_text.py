@@ -7,6 +7,7 @@ student-facing messages and diagnosis codes. Nothing here reads a hidden test.
 from __future__ import annotations
 
 import html
+import textwrap
 
 # Student-facing explanations of the diagnosis codes (CONTRACT section 3).
 DIAGNOSIS_HINTS = {
@@ -67,34 +68,37 @@ def exercise_text(exercise: str, result: dict) -> str:
         message = (test.get("message") or "").strip()
         if message and not test.get("passed"):
             line += ": " + " ".join(message.split())
-        lines.append(line)
+        # wrapped: the feedback page shows outputs without wrapping long lines
+        lines.append(textwrap.fill(line, width=96, subsequent_indent=" " * 9))
     return "\n".join(lines) + "\n"
 
 
 def summary_markdown(report: dict, pending: list[tuple[str, float]]) -> str:
-    """The summary cell put at the top of a student's feedback."""
-    rows = [
-        "## Your results",
-        "",
-        "| exercise | score | what the grader noticed |",
-        "|---|---|---|",
-    ]
+    """The summary cell put at the top of a student's feedback (markdown with an HTML table,
+    so the columns keep their spacing in nbgrader's feedback page)."""
+    cell = '<td style="padding: 3px 14px 3px 0; vertical-align: top">'
+    rows = []
     for exercise, result in (report.get("exercises") or {}).items():
         title = html.escape(EXERCISE_TITLES.get(exercise, exercise))
-        noticed = "; ".join(html.escape(diagnosis_line(c)) for c in result.get("diagnoses") or [])
-        rows.append(f"| {title} | {_points(result['score'])} / {_points(result['max_score'])} "
-                    f"| {noticed or '—'} |")
+        noticed = "<br>".join(html.escape(diagnosis_line(c)) for c in result.get("diagnoses") or [])
+        rows.append(f"<tr>{cell}{title}</td>{cell}{_points(result['score'])} / "
+                    f"{_points(result['max_score'])}</td>{cell}{noticed or '—'}</td></tr>")
     for name, points in pending:
-        rows.append(f"| {html.escape(name)} (written answer) | pending / {_points(points)} "
-                    "| graded by hand, not yet marked |")
-    rows += [
+        rows.append(f"<tr>{cell}{html.escape(name)} (written answer)</td>{cell}pending / "
+                    f"{_points(points)}</td>{cell}graded by hand, not yet marked</td></tr>")
+    head = "".join(f'<th style="padding: 3px 14px 3px 0; text-align: left">{h}</th>'
+                   for h in ("exercise", "score", "what the grader noticed"))
+    lines = [
+        "## Your results",
+        "",
+        f"<table><tr>{head}</tr>{''.join(rows)}</table>",
         "",
         f"**Automatically graded: {_points(report['score'])} / {_points(report['max_score'])}.**",
     ]
     if pending:
         total = sum(points for _, points in pending)
-        rows.append(f"Written answers worth {_points(total)} points are still to be graded "
-                    "by hand; they are not counted as zero.")
-    rows += ["", "The hidden tests themselves are not shown; each message below says what went "
-             "wrong and how to look into it."]
-    return "\n".join(rows)
+        lines.append(f"Written answers worth {_points(total)} points are still to be graded "
+                     "by hand; they are not counted as zero.")
+    lines += ["", "The hidden tests themselves are not shown; each message below says what went "
+              "wrong and how to look into it."]
+    return "\n".join(lines)
