@@ -40,13 +40,12 @@ class DaskExecutor:
     """`submit(key, path)` then `poll()` for outcomes until `busy` is False, on Dask workers."""
 
     def __init__(self, scheduler: str, engine_spec: str, *, retries: int = 1,
-                 connect_timeout: float = CONNECT_SECONDS,
-                 workers_timeout: float = WORKERS_SECONDS):
+                 connect_timeout: float | None = None, workers_timeout: float | None = None):
         self.address = scheduler
         self.engine_spec = engine_spec
         self.retries = retries
-        self.connect_timeout = connect_timeout
-        self.workers_timeout = workers_timeout
+        self.connect_timeout = connect_timeout or CONNECT_SECONDS
+        self.workers_timeout = workers_timeout or WORKERS_SECONDS
         self.expected = kit_fingerprint()
         self.client = None
         self.futures: dict[str, object] = {}  # key -> its Future, until its outcome is taken

@@ -1,0 +1,119 @@
+"""A real Dask cluster on loopback for the tests: `dask scheduler` and `dask worker` processes.
+
+Each worker is its own process group (the `dask worker` nanny and its worker process), started
+in its own temporary working directory with `--nworkers 1 --nthreads 1 --no-dashboard`, so a
+test can kill one outright, as a machine failing would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DASK = str(Path(sys.executable).parent / "dask")
+START_SECONDS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start(command: list[str], cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    log = (cwd / "dask.log").open("w")
+    return subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def _kill_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@dataclass
+class DaskCluster:
+    root: Path
+    address: str = ""
+    scheduler: subprocess.Popen | None = None
+    workers: list[subprocess.Popen] = field(default_factory=list)
+
+    def start_scheduler(self) -> DaskCluster:
+        port = free_port()
+        self.address = f"tcp://127.0.0.1:{port}"
+        folder = self.root / "scheduler"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.scheduler = _start([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                 "--no-dashboard"], folder)
+        return self
+
+    def add_worker(self) -> subprocess.Popen:
+        folder = Path(tempfile.mkdtemp(prefix=f"worker{len(self.workers)}-", dir=self.root))
+        worker = _start([DASK, "worker", self.address, "--nworkers", "1", "--nthreads", "1",
+                         "--no-dashboard", "--local-directory", str(folder)], folder)
+        self.workers.append(worker)
+        return worker
+
+    def wait_for_workers(self, n: int) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=START_SECONDS, set_as_default=False) as client:
+            client.wait_for_workers(n, timeout=START_SECONDS)
+
+    def worker_group(self, worker_address: str) -> int:
+        """The process group (one `dask worker` of ours) that runs the worker at that address."""
+        from distributed import Client
+
+        with Client(self.address, timeout=START_SECONDS, set_as_default=False) as client:
+            pid = client.run(os.getpid, workers=[worker_address])[worker_address]
+        return os.getpgid(pid)
+
+    def kill_scheduler(self) -> None:
+        _kill_group(self.scheduler)
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            _kill_group(worker, signal.SIGTERM)
+        if self.scheduler is not None:
+            _kill_group(self.scheduler, signal.SIGTERM)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {path}\n{path.read_text()[-3000:]}"
+                         for path in sorted(self.root.rglob("dask.log")))
+
+
+def start_cluster(root: Path, workers: int) -> DaskCluster:
+    """A scheduler and `workers` workers on 127.0.0.1, all joined; `stop()` when done."""
+    cluster = DaskCluster(Path(root)).start_scheduler()
+    try:
+        for _ in range(workers):
+            cluster.add_worker()
+        cluster.wait_for_workers(workers)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def wait_until(condition, timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return False
