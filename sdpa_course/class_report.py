@@ -122,7 +122,8 @@ def _html(records: dict[str, dict], counts: Counter, assignment: str) -> str:
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Class report: {html.escape(assignment)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2em .6em}}</style>
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2em .6em}}
+img{{max-width:100%}}</style>
 </head><body>
 <h1>Class report: {html.escape(assignment)}</h1>
 <p>{len(records)} students: {len(graded)} graded, {len(failed)} failed.
