@@ -15,18 +15,19 @@ import shutil
 from pathlib import Path
 
 import jinja2
-from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.exporters import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.utils import find_all_files
 from traitlets.config import Config
 
 from sdpa_course.coursedir import Course
+from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 
 _IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")
 
 
-class ClassFeedbackExporter(HTMLExporter):
+class ClassFeedbackExporter(FeedbackExporter):
     """nbconvert's HTMLExporter for a whole class in a row: same template, same page.
 
     Most cells are the same in every student's notebook (the lesson, the self-checks), so

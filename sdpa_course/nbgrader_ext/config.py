@@ -63,8 +63,13 @@ def configure_grading(c) -> None:
         GetGradesWithPending, FeedbackSummary, RedactFeedback, CSSHTMLHeaderPreprocessor,
     ]
     nbgrader_templates = Path(nbgrader.__file__).parent / "server_extensions/formgrader/templates"
-    c.HTMLExporter.template_name = "sdpa_feedback"
-    c.HTMLExporter.extra_template_basedirs = [
+    from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
+
+    # Configured on a subclass: formgrader renders its grading page with a plain HTMLExporter
+    # built from this same config, and needs its own template.
+    c.GenerateFeedback.exporter_class = FeedbackExporter
+    c.FeedbackExporter.template_name = "sdpa_feedback"
+    c.FeedbackExporter.extra_template_basedirs = [
         str(Path(__file__).parent / "templates"), str(nbgrader_templates),
     ]
 
