@@ -19,6 +19,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	sh tests/e2e/install_chromium.sh
+	sh tests/install_postgresql.sh
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
