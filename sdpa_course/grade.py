@@ -183,8 +183,12 @@ class _GradingRun:
 
 
 def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = False,
-                 progress_stream=None) -> ClassResult:
-    """Grade every submission of the course; the plain function behind `sdpa-course grade`."""
+                 progress_stream=None, scheduler: str | None = None) -> ClassResult:
+    """Grade every submission of the course; the plain function behind `sdpa-course grade`.
+
+    The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
+    at `scheduler` (`sdpa_course.dask_executor`); the rest of the pipeline is the same.
+    """
     from sdpa_course.cli import KitError
     from sdpa_course.gradebook import shared_gradebook
     from sdpa_course.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
@@ -204,10 +208,16 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
         _quiet_known_warnings()
         todo, result.records = _recorded(course, submissions, force)
         if todo:
-            size = min(workers or os.cpu_count() or 1, len(todo))
+            if scheduler:
+                from sdpa_course.dask_executor import DaskExecutor
+
+                executor = DaskExecutor(scheduler, _engine_spec(course))
+            else:
+                executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
+                                      _engine_spec(course),
+                                      deadline=settings.submission_deadline)
             # workers first: they start before the gradebook connection exists
-            with WorkerPool(size, _engine_spec(course),
-                            deadline=settings.submission_deadline) as pool, \
+            with executor as pool, \
                     shared_gradebook(course.db_url, course.course_id) as gradebook, \
                     quick_sqlite_commits(gradebook), schema_checked_once(), \
                     Progress(len(todo), stream=progress_stream) as progress:
@@ -241,10 +251,11 @@ def _print_summary(result: ClassResult, stream) -> None:
 
 
 def grade_class(
-    course_dir: Path, *, workers: int | None = None, force: bool = False, as_json: bool = False
+    course_dir: Path, *, workers: int | None = None, force: bool = False, as_json: bool = False,
+    scheduler: str | None = None,
 ) -> int:
     """`sdpa-course grade`: exit status 0 when every student is graded, 1 when any failed."""
-    result = grade_course(Path(course_dir), workers=workers, force=force)
+    result = grade_course(Path(course_dir), workers=workers, force=force, scheduler=scheduler)
     if as_json:
         json.dump(result.as_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
