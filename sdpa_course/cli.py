@@ -51,7 +51,8 @@ def _grade(args: argparse.Namespace) -> int:
     from sdpa_course.grade import grade_class
 
     return grade_class(
-        Path(args.course_dir), workers=args.workers, force=args.force, as_json=args.json
+        Path(args.course_dir), workers=args.workers, force=args.force, as_json=args.json,
+        scheduler=args.scheduler,
     )
 
 
@@ -91,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
     p.add_argument("--workers", type=int, default=None, help="grading processes (default: cores)")
     p.add_argument("--force", action="store_true", help="regrade students already recorded")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="grade on the workers of this Dask scheduler (e.g. tcp://host:8786) "
+                        "instead of local processes (--workers is then ignored)")
     p.add_argument("--json", action="store_true", help="print the class result as JSON")
     p.set_defaults(func=_grade)
 
