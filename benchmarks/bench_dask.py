@@ -76,6 +76,28 @@ def drive(executor, paths: list[Path], label: str) -> float:
     return elapsed
 
 
+def drive_on_dask(address: str, paths: list[Path], label: str) -> tuple[float, float, float]:
+    """`drive` on the cluster at `address`; also how busy its workers were (the fraction of
+    the wall time spent grading, averaged over workers) and the median task's seconds.
+
+    Busy workers whose tasks take longer than on one worker point to CPU contention (the
+    machine's other load), idle ones to Dask's own overhead."""
+    from distributed import Client, get_task_stream
+
+    from sdpa_course.dask_executor import DaskExecutor
+    from sdpa_course.engine import DEFAULT_ENGINE
+
+    with Client(address, set_as_default=False) as client:
+        workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        with get_task_stream(client) as stream:
+            elapsed = drive(DaskExecutor(address, DEFAULT_ENGINE), paths, label)
+    computes = [span["stop"] - span["start"] for task in stream.data
+                if "warm" not in str(task["key"])
+                for span in task["startstops"] if span["action"] == "compute"]
+    busy = sum(computes) / (workers * elapsed)
+    return elapsed, busy, statistics.median(computes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=200)
@@ -86,7 +108,6 @@ def main() -> None:
 
     from dask_cluster import start_cluster
 
-    from sdpa_course.dask_executor import DaskExecutor
     from sdpa_course.engine import DEFAULT_ENGINE
     from sdpa_course.grade import grade_course
     from sdpa_course.workers import WorkerPool
@@ -99,6 +120,7 @@ def main() -> None:
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.2f}")
 
     times: dict[str, list[float]] = {}
+    utilisation: dict[str, list[tuple[float, float]]] = {}
     clusters = {k: start_cluster(root / f"cluster{k}", workers=k) for k in (1, 2)}
     try:
         for rep in range(args.repeats):
@@ -107,8 +129,9 @@ def main() -> None:
                 pool = WorkerPool(k, DEFAULT_ENGINE, deadline=300.0)
                 times.setdefault(label, []).append(drive(pool, paths, f"r{rep}l{k}"))
                 label = f"Dask, {k} worker{'s' * (k > 1)}"
-                executor = DaskExecutor(clusters[k].address, DEFAULT_ENGINE)
-                times.setdefault(label, []).append(drive(executor, paths, f"r{rep}d{k}"))
+                elapsed, busy, task = drive_on_dask(clusters[k].address, paths, f"r{rep}d{k}")
+                times.setdefault(label, []).append(elapsed)
+                utilisation.setdefault(label, []).append((busy, task))
             print(f"  repeat {rep + 1}: " + ", ".join(f"{label} {t[-1]:.1f} s"
                                                     for label, t in times.items()))
 
@@ -144,6 +167,10 @@ def main() -> None:
         extra = (median[f"Dask, {k}{suffix}"] - median[f"local pool, {k}{suffix}"]) / n * 1000
         print(f"Dask adds {extra:+.1f} ms per submission over the local pool with {k}{suffix} "
               "(target <= 10 ms)")
+    for label, runs in utilisation.items():
+        busy = statistics.median(b for b, _ in runs)
+        task = statistics.median(t for _, t in runs)
+        print(f"{label}: workers busy {busy:.0%} of the time, median task {task * 1000:.0f} ms")
     print()
     print(f"whole pipeline, {n} submissions, one run each:")
     for label, seconds in pipeline.items():
