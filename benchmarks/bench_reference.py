@@ -63,9 +63,10 @@ def make_methods(block_q=512, block_k=1024):
     torch = _torch()
     if torch is not None:
         sdpa = torch.nn.functional.scaled_dot_product_attention
+        # As (batch, heads, T, d): 2-D inputs miss PyTorch's fused CPU kernel (3x slower).
         methods["torch"] = lambda Q, K, V: lambda: sdpa(
-            *(torch.from_numpy(x) for x in (Q, K, V))
-        ).numpy()
+            *(torch.from_numpy(x)[None, None] for x in (Q, K, V))
+        )[0, 0].numpy()
     return methods
 
 
@@ -96,8 +97,12 @@ def peak_extra_bytes(prepare, Q, K, V):
         tracemalloc.stop()
 
 
-def run(sizes, dtypes, d=64, repeats=3, methods=None):
-    """One row per (T, dtype, method): times, peak memory and the error against `attention`."""
+def run(sizes, dtypes, d=64, repeats=3, methods=None, settle=0.0):
+    """One row per (T, dtype, method): times, peak memory and the error against `attention`.
+
+    settle: seconds to pause before each timed call. OpenBLAS and OpenMP worker threads
+    spin for a while after a call; without a pause they steal a core from the next method.
+    """
     methods = methods or make_methods()
     rows = []
     for T in sizes:
@@ -109,6 +114,7 @@ def run(sizes, dtypes, d=64, repeats=3, methods=None):
             outs = {name: fn() for name, fn in runs.items()}  # warm-up, not timed
             for _ in range(repeats):  # round-robin: each method sees the same noise
                 for name, fn in runs.items():
+                    time.sleep(settle)
                     start = time.perf_counter()
                     outs[name] = fn()
                     times[name].append(time.perf_counter() - start)
@@ -247,6 +253,8 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096, 8192])
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=0.2,
+                        help="seconds of pause before each timed call (spinning BLAS threads)")
     parser.add_argument("--block-q", type=int, default=512)
     parser.add_argument("--block-k", type=int, default=1024)
     parser.add_argument("--plot", type=Path, default=RESULTS / "bench_reference.png")
@@ -254,7 +262,7 @@ def main(argv=None):
     sizes = [256, 512] if args.quick else args.sizes
     print(environment())
     rows = run(sizes, args.dtypes, repeats=args.repeats,
-               methods=make_methods(args.block_q, args.block_k))
+               methods=make_methods(args.block_q, args.block_k), settle=args.settle)
     print(table(rows))
     if targets(rows):
         print(targets(rows))

@@ -44,7 +44,7 @@ def test_the_lesson_code_is_the_seed_code(bench):
 
 def test_the_command_line_prints_a_table_and_draws_the_plot(bench, tmp_path, capsys):
     png = tmp_path / "bench.png"
-    bench.main(["--sizes", "32", "48", "--repeats", "1", "--plot", str(png)])
+    bench.main(["--sizes", "32", "48", "--repeats", "1", "--settle", "0", "--plot", str(png)])
     printed = capsys.readouterr().out
     for name in ("lesson", "attention", "flash", "bound"):
         assert f" {name} " in printed
