@@ -48,10 +48,13 @@ class GradingPlugin(WorkerPlugin):
         if refusal:
             raise KitMismatch(refusal)
         load_content_engine(self.engine_spec)  # fails here, on connect, rather than per task
-        self._pool = make_pool(self.engine_spec)
-        start = getattr(self._pool, "start", None)
-        if callable(start):
-            start(wait=False)  # the zygote boots while the first submission is on its way
+        try:
+            self._pool = make_pool(self.engine_spec)
+            start = getattr(self._pool, "start", None)
+            if callable(start):
+                start(wait=False)  # the zygote boots while the first submission is on its way
+        except Exception:  # no fork-server: the engine starts its sandbox per submission
+            self._pool = None
 
     def pool(self):
         """The worker's sandbox pool (None: the engine starts a sandbox per submission)."""
