@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL server on loopback for the gradebook tests.
 
 Debian's `postgresql` package (`initdb` and `pg_ctl` under /usr/lib/postgresql/*/bin; `make
-test` installs it as root, see tests/install_postgresql.sh): a new cluster in a temporary
+test` installs it as root, see tests/install_system_packages.sh): a new cluster in a temporary
 folder, trust authentication, listening on 127.0.0.1 only at a free port, no fsync. As root it
 runs as the `postgres` user, since the server refuses to run as root.
 """
@@ -43,7 +43,7 @@ def why_unavailable() -> str | None:
         return "the psycopg driver is not installed (pip install -e '.[postgres]')"
     if find_server_bin() is None:
         return ("no PostgreSQL server installed: `apt-get install -y postgresql` as root "
-                "(tests/install_postgresql.sh, run by `make test`)")
+                "(tests/install_system_packages.sh, run by `make test`)")
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("postgres")

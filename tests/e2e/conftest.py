@@ -2,7 +2,7 @@
 on loopback serving a graded course, and a screenshot folder per test.
 
 They skip, saying why, when Chromium or the Python `playwright` package is missing; `make test`
-installs both (tests/e2e/install_chromium.sh, the `e2e` extra).
+installs both (tests/install_system_packages.sh, the `e2e` extra).
 """
 
 from __future__ import annotations
