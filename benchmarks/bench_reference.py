@@ -202,6 +202,7 @@ def plot(rows, path):
         ax.set(xscale="log", yscale="log", xlabel="sequence length T (n = m, d = 64)",
                ylabel=ylabel)
         ax.set_xticks(sizes, [str(T) for T in sizes])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # only the Ts measured
         ax.grid(True, which="both", alpha=0.3)
     ax_time.legend(fontsize=7, ncol=2)
     fig.suptitle("Scaled dot-product attention on CPU: time and memory against T")
