@@ -36,6 +36,7 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 
@@ -45,6 +46,7 @@ ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "lo
 DEVICES = ("null", "zero", "full", "random", "urandom")
 ZYGOTE_MPLCONFIGDIR = "/var/cache/matplotlib"
 NAMESPACE_WORKDIR = "/tmp/work"
+RUNTIME_HOLD = "/.runtime-hold"  # in the private root: runtime trees under /tmp wait here
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
@@ -172,7 +174,7 @@ def build_root(hidden: list[str], font_cache: str = "") -> tuple[str, str]:
             _bind(tree, root + tree, readonly=True)
     _populate_etc(root)
     _populate_dev(root)
-    for path in ("/proc", "/tmp", ZYGOTE_MPLCONFIGDIR):
+    for path in ("/proc", "/tmp", RUNTIME_HOLD, ZYGOTE_MPLCONFIGDIR):
         os.makedirs(root + path, exist_ok=True)
     if font_cache and os.path.isdir(font_cache):
         _bind(font_cache, root + ZYGOTE_MPLCONFIGDIR, readonly=False)
@@ -223,7 +225,18 @@ def enter_zygote(isolation: str, hidden: list[str], font_cache: str = ""
 def setup_child_mounts(disk_mb: int, uid: int) -> str:
     """In a submission's fresh PID+mount namespace: /proc, private /tmp and /dev/shm, workdir."""
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # A Python runtime under /tmp (a checkout cloned into /tmp) would vanish under the private
+    # /tmp: hold it aside, mount the private /tmp, then put the runtime back in it.
+    under_tmp = [tree for tree in python_trees() if tree.startswith("/tmp/")]
+    if under_tmp:
+        mount("/tmp", RUNTIME_HOLD, None, MS_BIND | MS_REC)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=1777")
+    for tree in under_tmp:
+        os.makedirs(tree, mode=0o755)
+        mount(RUNTIME_HOLD + tree[len("/tmp"):], tree, None, MS_BIND | MS_REC)
+        mount(None, tree, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    if under_tmp:
+        _check(_libc.umount2(os.fsencode(RUNTIME_HOLD), MNT_DETACH), f"umount {RUNTIME_HOLD}")
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=1777")
     os.mkdir(NAMESPACE_WORKDIR, 0o700)
     os.chown(NAMESPACE_WORKDIR, uid, uid)
