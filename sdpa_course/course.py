@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from pathlib import Path
 
 from sdpa_course.cli import KitError
+from sdpa_course.coursedir import CONFIG_FILE, Course
 from sdpa_course.material import notebook_path
 from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
-
-CONFIG_FILE = "nbgrader_config.py"
 
 # The same configuration as the repository root's nbgrader_config.py: every setting lives in
 # sdpa_course.nbgrader_ext.config (tests/test_course.py holds the two files' code equal).
@@ -47,37 +44,17 @@ def init_course(path: Path, *, force: bool = False) -> Path:
     return path.resolve()
 
 
-def _put_python_bin_on_path() -> None:
-    """nbgrader shells out to `alembic`, which is installed next to this Python."""
-    bin_dir = str(Path(sys.executable).parent)
-    entries = os.environ.get("PATH", "").split(os.pathsep)
-    if bin_dir not in entries:
-        os.environ["PATH"] = os.pathsep.join([bin_dir, *filter(None, entries)])
-
-
-def _course_config(course_dir: Path):
-    """The course's own nbgrader config, read as nbgrader reads it, rooted at course_dir."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader(CONFIG_FILE, path=str(course_dir)).load_config()
-    config.CourseDirectory.root = str(course_dir)
-    return config
-
-
 def release_assignment(course_dir: Path) -> Path:
     """Run nbgrader's generate_assignment in-process (overwriting); return release/<assignment>."""
-    course_dir = Path(course_dir).resolve()
-    if not (course_dir / CONFIG_FILE).is_file():
-        raise KitError(f"{course_dir} is not a course directory (no {CONFIG_FILE}); "
-                       "create one with `sdpa-course init DIR`")
-    notebook = course_dir / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    course = Course.open(course_dir)  # refuses a folder without nbgrader_config.py
+    notebook = course.root / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     if not notebook.is_file():
-        raise KitError(f"{course_dir} has no source notebook {notebook.relative_to(course_dir)}; "
+        raise KitError(f"{course.root} has no source notebook "
+                       f"{notebook.relative_to(course.root)}; "
                        "`sdpa-course init --force DIR` puts it back")
-    _put_python_bin_on_path()
     from nbgrader.apps import NbGraderAPI
 
-    api = NbGraderAPI(config=_course_config(course_dir))
+    api = NbGraderAPI(config=course.config)
     result = api.generate_assignment(ASSIGNMENT, force=True, create=True)
     if not result.get("success"):
         details = (result.get("error") or result.get("log") or "").strip()
