@@ -149,7 +149,9 @@ class _GradingRun:
                 self.take(outcome)
 
     def take(self, outcome) -> None:
-        """A worker's outcome, recorded in nbgrader (or as failed)."""
+        """A worker's outcome, recorded in nbgrader (or as failed); a repeat is ignored."""
+        if outcome.key in self.result.records:  # an executor that retried may answer twice
+            return
         submission = self.submissions[outcome.key]
         fingerprint = submission.fingerprint()
         notes = self.notes.get(outcome.key, [])
