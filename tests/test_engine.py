@@ -100,6 +100,12 @@ def test_exercise_1_accepts_three_decimals_and_not_two():
     assert rough["exercises"]["ex1"]["score"] == 0.0
 
 
+def test_an_answer_left_as_the_release_placeholder_is_reported_as_missing():
+    exercise = grade_content(with_ex1("...", "...", "..."), name="a.py")["exercises"]["ex1"]
+    assert exercise["score"] == 0 and exercise["diagnoses"] == ["missing-name"]
+    assert all("still `...`" in test["message"] for test in exercise["tests"])
+
+
 def test_exercise_2_accepts_three_significant_figures():
     good = grade_content(with_ex2_numbers(p_unscaled=1.00, p_scaled=0.731,
                                           grad_unscaled=3.35e-4, grad_scaled=0.197),
