@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,14 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopback import free_port
+
 DASK = str(Path(sys.executable).parent / "dask")
 START_SECONDS = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _start(command: list[str], cwd: Path) -> subprocess.Popen:

@@ -12,11 +12,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from loopback import free_port
 
 DATABASE = "sdpa_gradebook"
 
@@ -50,12 +51,6 @@ def why_unavailable() -> str | None:
         except KeyError:
             return "running as root and there is no `postgres` user to run the server as"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -108,7 +103,7 @@ def start_server() -> PostgresServer:
     if user is not None:
         entry = pwd.getpwnam(user)
         os.chown(data, entry.pw_uid, entry.pw_gid)
-    server = PostgresServer(bin=find_server_bin(), data=data, port=_free_port(), user=user)
+    server = PostgresServer(bin=find_server_bin(), data=data, port=free_port(), user=user)
     try:
         return server.start()
     except subprocess.CalledProcessError as err:

@@ -17,8 +17,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from dask_cluster import free_port, start_cluster, wait_until
+from dask_cluster import start_cluster, wait_until
 from grade_course_factory import answer_key, copy_course, released_course, submit
+from loopback import free_port
 from nbgrader.api import Gradebook
 
 from autograder.corpus import cases

@@ -1,0 +1,9 @@
+"""Test servers listen on loopback only: a free port there."""
+
+import socket
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
