@@ -11,9 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-
-class KitError(Exception):
-    """An error the user can fix; printed without a traceback, exit status 2."""
+from sdpa_course.errors import KitError
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from sdpa_course.cli import KitError
 from sdpa_course.coursedir import CONFIG_FILE, Course
+from sdpa_course.errors import KitError
 from sdpa_course.material import notebook_path
 from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 

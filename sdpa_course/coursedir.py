@@ -14,6 +14,7 @@ from pathlib import Path
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 
 CONFIG_FILE = "nbgrader_config.py"
@@ -47,8 +48,6 @@ class Course:
 
     @classmethod
     def open(cls, course_dir: Path) -> Course:
-        from sdpa_course.cli import KitError
-
         root = Path(course_dir).resolve()
         if not (root / CONFIG_FILE).is_file():
             raise KitError(f"{root} is not a course directory (no {CONFIG_FILE}); "

@@ -23,17 +23,12 @@ import queue
 from concurrent.futures import CancelledError
 from pathlib import Path
 
+from sdpa_course.errors import KitError
 from sdpa_course.kit_version import kit_fingerprint
 from sdpa_course.workers import Outcome
 
 CONNECT_SECONDS = 10.0
 WORKERS_SECONDS = 60.0
-
-
-def _kit_error(message: str) -> Exception:
-    from sdpa_course.cli import KitError
-
-    return KitError(message)
 
 
 class DaskExecutor:
@@ -71,30 +66,30 @@ class DaskExecutor:
         try:
             load_content_engine(self.engine_spec)
         except Exception as err:
-            raise _kit_error(f"the grading engine {self.engine_spec!r} cannot grade on Dask "
-                             f"workers: {err}") from None
+            raise KitError(f"the grading engine {self.engine_spec!r} cannot grade on Dask "
+                           f"workers: {err}") from None
         try:
             self.client = Client(self.address, timeout=self.connect_timeout,
                                  set_as_default=False)
         except (OSError, TimeoutError, ValueError) as err:
-            raise _kit_error(f"cannot reach the Dask scheduler at {self.address}: {err}. Start "
-                             f"one with `dask scheduler` and workers with `dask worker "
-                             f"{self.address}`") from None
+            raise KitError(f"cannot reach the Dask scheduler at {self.address}: {err}. Start "
+                           f"one with `dask scheduler` and workers with `dask worker "
+                           f"{self.address}`") from None
         try:
             self.client.wait_for_workers(1, timeout=self.workers_timeout)
         except TimeoutError:
-            raise _kit_error(f"no Dask worker joined the scheduler at {self.address} within "
-                             f"{self.workers_timeout:g} s: start some with `dask worker "
-                             f"{self.address}`") from None
+            raise KitError(f"no Dask worker joined the scheduler at {self.address} within "
+                           f"{self.workers_timeout:g} s: start some with `dask worker "
+                           f"{self.address}`") from None
         try:
             self.client.register_plugin(GradingPlugin(self.expected, self.engine_spec),
                                         name=PLUGIN_NAME)
         except KitMismatch as err:
-            raise _kit_error(str(err)) from None
+            raise KitError(str(err)) from None
         except Exception as err:
-            raise _kit_error(f"a Dask worker could not set up grading: {type(err).__name__}: "
-                             f"{err}. Workers need the kit installed: pip install "
-                             f"'sdpa-course[dask]'") from None
+            raise KitError(f"a Dask worker could not set up grading: {type(err).__name__}: "
+                           f"{err}. Workers need the kit installed: pip install "
+                           f"'sdpa-course[dask]'") from None
 
     def submit(self, key: str, path: Path) -> None:
         """Ship the notebook at `path` (its bytes) to be graded; its outcome comes as `key`."""
@@ -148,7 +143,7 @@ class DaskExecutor:
         except CancelledError:
             raise self._scheduler_lost() from None
         except KitMismatch as err:
-            raise _kit_error(str(err)) from None
+            raise KitError(str(err)) from None
         except KilledWorker:
             return Outcome(key, error="the Dask workers grading it died, more than once: "
                                       "see the workers' logs", retry=True)
@@ -158,7 +153,7 @@ class DaskExecutor:
         return Outcome(key, report=result.get("report"), error=result.get("error"))
 
     def _scheduler_lost(self) -> Exception:
-        return _kit_error(
+        return KitError(
             f"the Dask scheduler at {self.address} went away; {len(self.futures)} submissions "
             f"were not graded. Every student recorded before that is complete in the "
             f"gradebook: rerun the same command, once the scheduler is back, to grade the rest")

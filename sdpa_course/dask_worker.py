@@ -13,12 +13,12 @@ from __future__ import annotations
 from distributed import WorkerPlugin, get_worker
 
 from sdpa_course.engine import (
-    GradingFailed,
     close_pool,
     grade_bytes,
     load_content_engine,
     make_pool,
 )
+from sdpa_course.errors import GradingFailed
 from sdpa_course.kit_version import kit_fingerprint, version_mismatch
 
 PLUGIN_NAME = "sdpa-course-grading"

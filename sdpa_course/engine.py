@@ -11,18 +11,9 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
+from sdpa_course.errors import GradingFailed
+
 DEFAULT_ENGINE = "autograder.engine:grade_submission"
-
-
-class GradingFailed(Exception):
-    """The kit could not grade a submission; the message says why.
-
-    `retry` is True when the kit, not the submission, is at fault: a rerun grades it again.
-    """
-
-    def __init__(self, message: str, *, retry: bool = False):
-        super().__init__(message)
-        self.retry = retry
 
 
 def load_engine(spec: str = DEFAULT_ENGINE) -> Callable[..., dict]:

@@ -28,7 +28,7 @@ from traitlets.config import Configurable
 
 from sdpa_course import records
 from sdpa_course.coursedir import Course
-from sdpa_course.engine import GradingFailed
+from sdpa_course.errors import GradingFailed, KitError
 
 
 class ClassGrading(Configurable):
@@ -75,7 +75,6 @@ def _quiet_known_warnings() -> None:
 
 def _engine_spec(course: Course) -> str:
     """The configured engine, checked to load here before any worker relies on it."""
-    from sdpa_course.cli import KitError
     from sdpa_course.engine import load_engine
     from sdpa_course.nbgrader_ext.autograde import EngineGrades
 
@@ -92,7 +91,6 @@ def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dic
     """(to grade, already recorded): recorded means for this very submission, nothing missing."""
     from nbgrader.api import Gradebook
 
-    from sdpa_course.cli import KitError
     from sdpa_course.gradebook import has_submission
 
     known = records.load_records(course.reports_dir)
@@ -191,7 +189,6 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
     The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
     at `scheduler` (`sdpa_course.dask_executor`); the rest of the pipeline is the same.
     """
-    from sdpa_course.cli import KitError
     from sdpa_course.gradebook import shared_gradebook
     from sdpa_course.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
     from sdpa_course.progress import Progress

@@ -28,6 +28,7 @@ from nbgrader.preprocessors import (
     LockCells,
 )
 
+from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.clear_solutions import BUILD_NOTE_KEY, ExerciseClearSolutions
 from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 
@@ -147,8 +148,6 @@ def build_notebooks(root: Path) -> list[Path]:
     root = Path(root)
     text_path = text_source_path(root)
     if not text_path.is_file():
-        from sdpa_course.cli import KitError
-
         raise KitError(f"no notebook text source at {text_path}: run this in the kit's checkout "
                        "(or pass --root)")
     relative = text_path.relative_to(root).as_posix()

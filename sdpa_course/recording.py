@@ -20,7 +20,7 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import find_all_files
 
 from sdpa_course.coursedir import Course
-from sdpa_course.engine import GradingFailed
+from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.feedback import FeedbackWriter
 from sdpa_course.gradebook import clear_failed_submission
 from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, EngineGrades
@@ -50,8 +50,6 @@ class SubmissionRecorder:
     """Runs nbgrader's autograde steps for one submission at a time, around the engine."""
 
     def __init__(self, course: Course, gradebook: Gradebook):
-        from sdpa_course.cli import KitError
-
         self.course = course
         self.gradebook = gradebook
         self.sanitize_steps = _steps(course, "sanitize_preprocessors")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from sdpa_course.engine import GradingFailed, close_pool, grade_path, load_engine, make_pool
+from sdpa_course.engine import close_pool, grade_path, load_engine, make_pool
+from sdpa_course.errors import GradingFailed
 
 
 @dataclass

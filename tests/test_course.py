@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_course.cli import KitError, main
+from sdpa_course.cli import main
 from sdpa_course.course import CONFIG_FILE, init_course, release_assignment
+from sdpa_course.errors import KitError
 from sdpa_course.material import material_dir, notebook_path
 from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 

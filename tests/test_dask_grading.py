@@ -24,8 +24,9 @@ from nbgrader.api import Gradebook
 
 from autograder.corpus import cases
 from sdpa_course import records
-from sdpa_course.cli import KitError, main
+from sdpa_course.cli import main
 from sdpa_course.demo import notebook_from_source
+from sdpa_course.errors import KitError
 from sdpa_course.grade import grade_course
 
 pytestmark = [pytest.mark.dask, pytest.mark.slow]

@@ -302,7 +302,7 @@ def test_run_stopped_with_ctrl_c_resumes_where_it_stopped(course_template, tmp_p
 
 
 def test_an_engine_that_cannot_load_stops_before_grading_anyone(small_class):
-    from sdpa_course.cli import KitError
+    from sdpa_course.errors import KitError
 
     with (small_class / "nbgrader_config.py").open("a") as fh:
         fh.write('c.EngineGrades.engine = "no_such_module:grade_submission"\n')

@@ -29,7 +29,8 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from sdpa_course.engine import DEFAULT_ENGINE, GradingFailed, grade_path, load_engine
+from sdpa_course.engine import DEFAULT_ENGINE, grade_path, load_engine
+from sdpa_course.errors import GradingFailed
 from sdpa_course.feedback_text import exercise_text
 from sdpa_course.nbgrader_ext.config import NOTEBOOK
 
