@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.coursedir import CONFIG_FILE, Course
 from sdpa_course.errors import KitError
 from sdpa_course.material import notebook_path
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 
 # The same configuration as the repository root's nbgrader_config.py: every setting lives in
 # sdpa_course.nbgrader_ext.config (tests/test_course.py holds the two files' code equal).

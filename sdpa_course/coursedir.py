@@ -14,8 +14,8 @@ from pathlib import Path
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.errors import KitError
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 
 CONFIG_FILE = "nbgrader_config.py"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.errors import KitError
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 KINDS = ("source", "solutions")

@@ -19,11 +19,12 @@ from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import find_all_files
 
+from sdpa_course.assignment import METADATA_KEY
 from sdpa_course.coursedir import Course
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.feedback import FeedbackWriter
 from sdpa_course.gradebook import clear_failed_submission
-from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, EngineGrades
+from sdpa_course.nbgrader_ext.autograde import EngineGrades
 from sdpa_course.submissions import Submission, read_submitted_notebook
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.cli import main
 from sdpa_course.course import CONFIG_FILE, init_course, release_assignment
 from sdpa_course.errors import KitError
 from sdpa_course.material import material_dir, notebook_path
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_NOTEBOOK = Path("source") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"

@@ -18,7 +18,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nbgrader.api import Gradebook
 from nbgrader.utils import determine_grade
 
-from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, graded_outputs
+from sdpa_course.assignment import METADATA_KEY
+from sdpa_course.nbgrader_ext.autograde import graded_outputs
 from sdpa_course.nbgrader_ext.redact import TEST_CELL_NOTE, RedactFeedback, scrub_paths
 
 

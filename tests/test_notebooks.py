@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.course import init_course, release_assignment
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
 from sdpa_course.notebooks import (
     answer_key_path,
     build_notebooks,

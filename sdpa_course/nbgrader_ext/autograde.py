@@ -29,12 +29,10 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
+from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
 from sdpa_course.engine import DEFAULT_ENGINE, grade_path, load_engine
 from sdpa_course.errors import GradingFailed
 from sdpa_course.feedback_text import exercise_text
-from sdpa_course.nbgrader_ext.config import NOTEBOOK
-
-METADATA_KEY = "sdpa_course"
 
 
 def is_autograded_cell(cell) -> bool:

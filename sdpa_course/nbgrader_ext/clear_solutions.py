@@ -19,7 +19,7 @@ import textwrap
 from nbgrader.preprocessors import ClearSolutions
 from traitlets import Unicode
 
-BUILD_NOTE_KEY = "sdpa_course"  # notebook metadata written by `sdpa-course build`
+from sdpa_course.assignment import METADATA_KEY
 
 _EXERCISE_PREFIX = re.compile(r"^ex(\d+)_")
 _FUNCTION_HEADER = re.compile(r"^(\s*)def\s+(\w+)\s*\(")
@@ -82,7 +82,7 @@ class ExerciseClearSolutions(ClearSolutions):
     def preprocess(self, nb, resources):
         nb, resources = super().preprocess(nb, resources)
         # The build note of the source notebook ("edit the .py and rebuild") is for instructors.
-        nb.metadata.pop(BUILD_NOTE_KEY, None)
+        nb.metadata.pop(METADATA_KEY, None)
         return nb, resources
 
     def preprocess_cell(self, cell, resources, cell_index):
