@@ -26,9 +26,9 @@ from pathlib import Path
 from traitlets import Float
 from traitlets.config import Configurable
 
-from sdpa_course import records
 from sdpa_course.coursedir import Course
 from sdpa_course.errors import GradingFailed, KitError
+from sdpa_course.reports import records
 
 
 class ClassGrading(Configurable):
@@ -223,7 +223,7 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
                 recorder = SubmissionRecorder(course, gradebook)
                 _GradingRun(course, recorder, pool, progress, result).grade(todo)
 
-    from sdpa_course.class_report import write_class_report
+    from sdpa_course.reports.class_report import write_class_report
 
     result.records = dict(sorted(result.records.items()))
     result.reports = write_class_report(result.records, course.reports_dir, course.assignment)

@@ -23,11 +23,11 @@ from loopback import free_port
 from nbgrader.api import Gradebook
 
 from autograder.corpus import cases
-from sdpa_course import records
 from sdpa_course.cli import main
 from sdpa_course.demo import notebook_from_source
 from sdpa_course.errors import KitError
 from sdpa_course.grade import grade_course
+from sdpa_course.reports import records
 
 pytestmark = [pytest.mark.dask, pytest.mark.slow]
 

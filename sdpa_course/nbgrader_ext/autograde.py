@@ -32,7 +32,7 @@ from traitlets import Unicode
 from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
 from sdpa_course.engine import DEFAULT_ENGINE, grade_path, load_engine
 from sdpa_course.errors import GradingFailed
-from sdpa_course.feedback_text import exercise_text
+from sdpa_course.reports.feedback_text import exercise_text
 
 
 def is_autograded_cell(cell) -> bool:

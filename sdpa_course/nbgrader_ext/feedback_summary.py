@@ -13,7 +13,7 @@ from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
 from traitlets import List
 
 from sdpa_course.assignment import METADATA_KEY
-from sdpa_course.feedback_text import summary_markdown
+from sdpa_course.reports.feedback_text import summary_markdown
 
 
 class GetGradesWithPending(GetGrades):

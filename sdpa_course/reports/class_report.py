@@ -12,7 +12,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from sdpa_course.records import FAILED, GRADED
+from sdpa_course.reports.records import FAILED, GRADED
 
 
 def exercise_names(records: dict[str, dict]) -> list[str]:
