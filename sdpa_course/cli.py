@@ -21,7 +21,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from sdpa_course.course import init_course
+    from sdpa_course.course.create import init_course
 
     path = init_course(Path(args.dir), force=args.force)
     print(f"Created an nbgrader course directory at {path}")
@@ -30,7 +30,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from sdpa_course.course import release_assignment
+    from sdpa_course.course.release import release_assignment
 
     out = release_assignment(Path(args.course_dir))
     print(f"Released the assignment for students: {out}")
@@ -38,7 +38,7 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sdpa_course.notebooks import build_notebooks
+    from sdpa_course.course.notebooks import build_notebooks
 
     for path in build_notebooks(Path(args.root)):
         print(f"wrote {path}")

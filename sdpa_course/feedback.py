@@ -21,7 +21,7 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.utils import find_all_files
 from traitlets.config import Config
 
-from sdpa_course.coursedir import Course
+from sdpa_course.course.directory import Course
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 
 _IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")

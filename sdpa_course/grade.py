@@ -26,7 +26,7 @@ from pathlib import Path
 from traitlets import Float
 from traitlets.config import Configurable
 
-from sdpa_course.coursedir import Course
+from sdpa_course.course.directory import Course
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.reports import records
 

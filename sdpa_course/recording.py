@@ -20,7 +20,7 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import find_all_files
 
 from sdpa_course.assignment import METADATA_KEY
-from sdpa_course.coursedir import Course
+from sdpa_course.course.directory import Course
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.feedback import FeedbackWriter
 from sdpa_course.gradebook import clear_failed_submission

@@ -26,7 +26,8 @@ _RELEASED: list[Path] = []  # one released course per test session, copied for e
 
 def released_course(path: Path) -> Path:
     """A fresh course at `path`, made by `init_course` + `release_assignment` (once a session)."""
-    from sdpa_course.course import init_course, release_assignment
+    from sdpa_course.course.create import init_course
+    from sdpa_course.course.release import release_assignment
 
     if not _RELEASED:
         master = Path(tempfile.mkdtemp(prefix="sdpa-released-")) / "course"

@@ -14,9 +14,11 @@ import pytest
 
 from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.cli import main
-from sdpa_course.course import CONFIG_FILE, init_course, release_assignment
+from sdpa_course.course.create import init_course
+from sdpa_course.course.directory import CONFIG_FILE
+from sdpa_course.course.material import material_dir, notebook_path
+from sdpa_course.course.release import release_assignment
 from sdpa_course.errors import KitError
-from sdpa_course.material import material_dir, notebook_path
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_NOTEBOOK = Path("source") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
@@ -121,7 +123,7 @@ def test_init_works_from_the_built_wheel(tmp_path):
     script = (
         "import sys, sdpa_course\n"
         "from pathlib import Path\n"
-        "from sdpa_course.course import init_course\n"
+        "from sdpa_course.course.create import init_course\n"
         "assert Path(sdpa_course.__file__).is_relative_to(Path(sys.argv[1])), "
         "sdpa_course.__file__\n"
         "print(init_course(Path(sys.argv[2])))\n"

@@ -225,7 +225,7 @@ def test_force_regrade_keeps_hand_given_marks(small_class):
 def test_plain_nbgrader_autograde_also_grades_with_the_engine(small_class):
     from nbgrader.apps import NbGraderAPI
 
-    from sdpa_course.coursedir import load_config
+    from sdpa_course.course.directory import load_config
 
     api = NbGraderAPI(config=load_config(small_class))
     outcome = api.autograde("sdpa", "ben", force=True, create=True)
@@ -237,7 +237,7 @@ def test_plain_nbgrader_autograde_also_grades_with_the_engine(small_class):
 def test_plain_nbgrader_feedback_and_release_feedback_work_on_kit_grades(small_class, tmp_path):
     from nbgrader.apps import NbGraderAPI
 
-    from sdpa_course.coursedir import load_config
+    from sdpa_course.course.directory import load_config
 
     grade_course(small_class, workers=1)
     api = NbGraderAPI(config=load_config(small_class))

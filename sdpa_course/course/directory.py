@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -42,7 +43,7 @@ class Course:
 
     root: Path
     config: Config
-    coursedir: object  # nbgrader.coursedir.CourseDirectory
+    coursedir: CourseDirectory
     assignment: str = ASSIGNMENT
     notebook: str = NOTEBOOK
 
@@ -53,8 +54,6 @@ class Course:
             raise KitError(f"{root} is not a course directory (no {CONFIG_FILE}); "
                            "create one with `sdpa-course init DIR`")
         put_venv_bin_on_path()
-        from nbgrader.coursedir import CourseDirectory
-
         config = load_config(root)
         return cls(root=root, config=config, coursedir=CourseDirectory(config=config))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.errors import KitError
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # sdpa_course/
 KINDS = ("source", "solutions")
 
 
