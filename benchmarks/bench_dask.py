@@ -84,8 +84,8 @@ def drive_on_dask(address: str, paths: list[Path], label: str) -> tuple[float, f
     machine's other load), idle ones to Dask's own overhead."""
     from distributed import Client, get_task_stream
 
-    from sdpa_course.dask_executor import DaskExecutor
     from sdpa_course.engine import DEFAULT_ENGINE
+    from sdpa_course.grading.dask_executor import DaskExecutor
 
     with Client(address, set_as_default=False) as client:
         workers = len(client.scheduler_info(n_workers=-1)["workers"])
@@ -109,8 +109,8 @@ def main() -> None:
     from dask_cluster import start_cluster
 
     from sdpa_course.engine import DEFAULT_ENGINE
-    from sdpa_course.grade import grade_course
-    from sdpa_course.workers import WorkerPool
+    from sdpa_course.grading.grade import grade_course
+    from sdpa_course.grading.workers import WorkerPool
 
     root = Path(tempfile.mkdtemp(prefix="bench-dask-"))
     print(f"Building a class of {args.students} in {root} ...")

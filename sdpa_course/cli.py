@@ -46,7 +46,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from sdpa_course.grade import grade_class
+    from sdpa_course.grading.grade import grade_class
 
     return grade_class(
         Path(args.course_dir), workers=args.workers, force=args.force, as_json=args.json,

@@ -134,7 +134,7 @@ def run_demo(workdir: Path | None = None, workers: int | None = None) -> int:
     from sdpa_course.course.create import init_course
     from sdpa_course.course.material import notebook_path
     from sdpa_course.course.release import release_assignment
-    from sdpa_course.grade import grade_course
+    from sdpa_course.grading.grade import grade_course
 
     started = time.monotonic()
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="sdpa-demo-"))

@@ -12,9 +12,9 @@ from grade_course_factory import ANSWER_KEY
 
 pytest.importorskip("distributed")
 
-from sdpa_course.dask_worker import KitMismatch, grade_task  # noqa: E402
 from sdpa_course.engine import DEFAULT_ENGINE, load_content_engine  # noqa: E402
-from sdpa_course.kit_version import kit_fingerprint, version_mismatch  # noqa: E402
+from sdpa_course.grading.dask_worker import KitMismatch, grade_task  # noqa: E402
+from sdpa_course.grading.kit_version import kit_fingerprint, version_mismatch  # noqa: E402
 
 
 def test_the_same_kit_is_no_mismatch():
@@ -32,7 +32,7 @@ def test_a_mismatch_names_the_part_that_differs(part, named):
 
 
 def test_the_fingerprint_covers_the_hidden_suites_and_the_reference():
-    from sdpa_course import kit_version
+    from sdpa_course.grading import kit_version
 
     covered = {p.name for root in kit_version.EXERCISE_SOURCES
                for p in kit_version._python_files(root)}
@@ -61,4 +61,4 @@ def test_grade_task_refuses_when_the_instructor_runs_other_exercises():
 
 def test_an_engine_without_grade_content_cannot_run_on_workers():
     with pytest.raises(AttributeError, match="grade_content"):
-        load_content_engine("sdpa_course.progress:Progress")
+        load_content_engine("sdpa_course.grading.progress:Progress")

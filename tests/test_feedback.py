@@ -89,7 +89,7 @@ def notebook_for(case_name: str):
 @pytest.fixture(scope="module")
 def real_class(tmp_path_factory):
     pytest.importorskip("autograder.engine")
-    from sdpa_course.grade import grade_course
+    from sdpa_course.grading.grade import grade_course
 
     course = released_course(tmp_path_factory.mktemp("real") / "course")
     submit(course, "key", answer_key())

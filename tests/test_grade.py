@@ -33,7 +33,7 @@ from grade_course_factory import (
 )
 from nbgrader.api import Gradebook, MissingEntry
 
-from sdpa_course.grade import grade_class, grade_course
+from sdpa_course.grading.grade import grade_class, grade_course
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from autograder.corpus import cases
 from sdpa_course.course.create import init_course
 from sdpa_course.course.release import release_assignment
 from sdpa_course.demo import notebook_from_source
-from sdpa_course.grade import grade_course
+from sdpa_course.grading.grade import grade_course
 
 pytestmark = pytest.mark.postgres
 

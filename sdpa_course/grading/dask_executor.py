@@ -24,8 +24,8 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 
 from sdpa_course.errors import KitError
-from sdpa_course.kit_version import kit_fingerprint
-from sdpa_course.workers import Outcome
+from sdpa_course.grading.kit_version import kit_fingerprint
+from sdpa_course.grading.workers import Outcome
 
 CONNECT_SECONDS = 10.0
 WORKERS_SECONDS = 60.0
@@ -60,8 +60,8 @@ class DaskExecutor:
     def _connect(self) -> None:
         from distributed import Client
 
-        from sdpa_course.dask_worker import PLUGIN_NAME, GradingPlugin, KitMismatch
         from sdpa_course.engine import load_content_engine
+        from sdpa_course.grading.dask_worker import PLUGIN_NAME, GradingPlugin, KitMismatch
 
         try:
             load_content_engine(self.engine_spec)
@@ -95,7 +95,7 @@ class DaskExecutor:
         """Ship the notebook at `path` (its bytes) to be graded; its outcome comes as `key`."""
         from dask.base import tokenize
 
-        from sdpa_course.dask_worker import grade_task
+        from sdpa_course.grading.dask_worker import grade_task
 
         if key in self.futures:  # already on its way: one outcome per key
             return
@@ -134,7 +134,7 @@ class DaskExecutor:
     def _outcome(self, key: str, future) -> Outcome:
         from distributed.scheduler import KilledWorker
 
-        from sdpa_course.dask_worker import KitMismatch
+        from sdpa_course.grading.dask_worker import KitMismatch
 
         if future.status == "cancelled":
             raise self._scheduler_lost()

@@ -19,7 +19,7 @@ from sdpa_course.engine import (
     make_pool,
 )
 from sdpa_course.errors import GradingFailed
-from sdpa_course.kit_version import kit_fingerprint, version_mismatch
+from sdpa_course.grading.kit_version import kit_fingerprint, version_mismatch
 
 PLUGIN_NAME = "sdpa-course-grading"
 

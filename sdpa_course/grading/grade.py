@@ -91,7 +91,7 @@ def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dic
     """(to grade, already recorded): recorded means for this very submission, nothing missing."""
     from nbgrader.api import Gradebook
 
-    from sdpa_course.gradebook import has_submission
+    from sdpa_course.grading.gradebook import has_submission
 
     known = records.load_records(course.reports_dir)
     todo, done = [], {}
@@ -187,14 +187,14 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
     """Grade every submission of the course; the plain function behind `sdpa-course grade`.
 
     The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
-    at `scheduler` (`sdpa_course.dask_executor`); the rest of the pipeline is the same.
+    at `scheduler` (`sdpa_course.grading.dask_executor`); the rest of the pipeline is the same.
     """
-    from sdpa_course.gradebook import shared_gradebook
-    from sdpa_course.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
-    from sdpa_course.progress import Progress
-    from sdpa_course.recording import SubmissionRecorder
-    from sdpa_course.submissions import find_submissions
-    from sdpa_course.workers import WorkerPool
+    from sdpa_course.grading.gradebook import shared_gradebook
+    from sdpa_course.grading.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
+    from sdpa_course.grading.progress import Progress
+    from sdpa_course.grading.recording import SubmissionRecorder
+    from sdpa_course.grading.submissions import find_submissions
+    from sdpa_course.grading.workers import WorkerPool
 
     course = Course.open(course_dir)
     submitted = course.root / course.coursedir.submitted_directory
@@ -208,7 +208,7 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
         todo, result.records = _recorded(course, submissions, force)
         if todo:
             if scheduler:
-                from sdpa_course.dask_executor import DaskExecutor
+                from sdpa_course.grading.dask_executor import DaskExecutor
 
                 executor = DaskExecutor(scheduler, _engine_spec(course))
             else:

@@ -22,10 +22,10 @@ from nbgrader.utils import find_all_files
 from sdpa_course.assignment import METADATA_KEY
 from sdpa_course.course.directory import Course
 from sdpa_course.errors import GradingFailed, KitError
-from sdpa_course.feedback import FeedbackWriter
-from sdpa_course.gradebook import clear_failed_submission
+from sdpa_course.grading.feedback import FeedbackWriter
+from sdpa_course.grading.gradebook import clear_failed_submission
+from sdpa_course.grading.submissions import Submission, read_submitted_notebook
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
-from sdpa_course.submissions import Submission, read_submitted_notebook
 
 
 def _write(nb, path: Path) -> None:
