@@ -27,10 +27,9 @@ import nbformat
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Unicode
 
 from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
-from sdpa_course.engine import DEFAULT_ENGINE, grade_path, load_engine
+from sdpa_course.engine_call import grade_path
 from sdpa_course.errors import GradingFailed
 from sdpa_course.reports.feedback_text import exercise_text
 
@@ -66,11 +65,6 @@ def graded_outputs(exercise: str, result: dict, points: float) -> list:
 class EngineGrades(NbGraderPreprocessor):
     """Fill every autograded cell's outputs from the kit's grading engine."""
 
-    engine = Unicode(
-        DEFAULT_ENGINE,
-        help="The grading engine, as module:function; called as function(path, pool=...).",
-    ).tag(config=True)
-
     def preprocess(self, nb, resources):
         report = resources.get(METADATA_KEY, {}).get("report")
         if report is None:
@@ -97,4 +91,4 @@ class EngineGrades(NbGraderPreprocessor):
         with tempfile.TemporaryDirectory(prefix="sdpa-autograde-") as tmp:
             path = Path(tmp) / f"{NOTEBOOK}.ipynb"
             nbformat.write(nb, str(path))
-            return grade_path(load_engine(self.engine), path)
+            return grade_path(path)
