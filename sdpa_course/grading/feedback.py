@@ -15,9 +15,11 @@ import shutil
 from pathlib import Path
 
 import jinja2
+import nbgrader
 from nbconvert.exporters import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import find_all_files
 from traitlets.config import Config
 
@@ -78,9 +80,6 @@ class ClassFeedbackExporter(FeedbackExporter):
 
 def feedback_exporter(course: Course):
     """An HTMLExporter set up as GenerateFeedback sets up its own, with its preprocessors."""
-    import nbgrader
-    from nbgrader.converters import GenerateFeedback
-
     config = copy.deepcopy(course.config)
     templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     extra = Config()

@@ -2,13 +2,15 @@
 
 The pipeline, in order (each step its own module):
 
-1. find the submissions (`submissions`) and skip those already recorded (`records`),
-   unless `--force`;
-2. per submission, in this process: nbgrader's sanitising pass (`recording.prepare`);
-3. in a worker process: the engine grades the sanitised notebook (`workers`);
+1. find the submissions (`grading.submissions`) and skip those already recorded
+   (`reports.records`), unless `--force`;
+2. per submission, in this process: nbgrader's sanitising pass (`grading.recording.prepare`);
+3. in a worker process: the engine grades the sanitised notebook (`grading.workers`, or
+   `grading.dask_executor` on a Dask cluster), through `engine_call`;
 4. back in this process, the only gradebook writer: nbgrader's autograding pass with the
-   engine's scores, the gradebook, the feedback (`recording.record`), then the record;
-5. the class report (`class_report`) and the summary or `--json` on stdout.
+   engine's scores, the gradebook, the feedback page (`grading.recording.record`), then the
+   record;
+5. the class report (`reports.class_report`) and the summary or `--json` on stdout.
 
 A student the kit cannot grade is `failed` with a reason: kept out of the gradebook's scores,
 listed in the report and in `--json`, and the exit status is 1.

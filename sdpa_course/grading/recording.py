@@ -18,6 +18,7 @@ from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import find_all_files
+from traitlets.utils.importstring import import_item
 
 from sdpa_course.assignment import METADATA_KEY
 from sdpa_course.course.directory import Course
@@ -40,8 +41,6 @@ def _steps(course: Course, name: str) -> list:
     steps = []
     for cls in classes:
         if isinstance(cls, str):
-            from traitlets.utils.importstring import import_item
-
             cls = import_item(cls)
         steps.append(cls(config=course.config))
     return steps
