@@ -6,7 +6,7 @@ Owns the configuration every course uses (`config.configure`, called by each cou
 cells put back (`restore_cells`), the feedback page's summary, redaction, exporter and
 template (`feedback_summary`, `redact`, `feedback_exporter`, `templates/`).
 
-May import: `sdpa_course.errors`, `sdpa_course.assignment`, `sdpa_course.engine_call` and
-`sdpa_course.reports` (the wording of a grade), plus nbgrader. Not `course`, `grading`,
-`demo` or `cli`, which build on it.
+May import: `sdpa_course.errors`, `sdpa_course.assignment`, `sdpa_course.engine_call`,
+`sdpa_course.reports` (the wording of a grade) and `autograder.exercises`, plus nbgrader.
+Not `course`, `grading`, `demo` or `cli`, which build on it.
 """

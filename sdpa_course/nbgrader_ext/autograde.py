@@ -28,6 +28,7 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from autograder.exercises import exercise_key
 from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
 from sdpa_course.engine_call import grade_path
 from sdpa_course.errors import GradingFailed
@@ -37,11 +38,6 @@ from sdpa_course.reports.feedback_text import exercise_text
 def is_autograded_cell(cell) -> bool:
     """A graded code cell that is not the student's own answer: the engine scores it."""
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
-
-
-def exercise_of(grade_id: str) -> str:
-    """`ex3_autograded` -> `ex3`: the grade_id prefix names the exercise (STYLE principle 1)."""
-    return grade_id.split("_", 1)[0]
 
 
 def cell_score(score: float, max_score: float, points: float) -> float:
@@ -74,7 +70,7 @@ class EngineGrades(NbGraderPreprocessor):
             if not is_autograded_cell(cell):
                 continue
             grade_id = cell.metadata["nbgrader"]["grade_id"]
-            exercise = exercise_of(grade_id)
+            exercise = exercise_key(grade_id)  # `ex3_autograded` -> `ex3`
             if exercise not in exercises:
                 raise GradingFailed(
                     f"graded cell {grade_id!r} names no exercise the engine graded "
