@@ -88,7 +88,11 @@ class _Worker:
 
 
 class WorkerPool:
-    """`submit(key, path)` then `poll()` for outcomes until `busy` is False."""
+    """`submit(key, path)` then `poll()` for outcomes until `busy` is False.
+
+    `engine` grades one notebook file in a worker: `autograder.engine.grade_submission`
+    unless a test passes a stand-in.
+    """
 
     def __init__(self, workers: int | None, *, deadline: float,
                  engine: Engine = grade_submission):
