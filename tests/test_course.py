@@ -117,6 +117,13 @@ def test_init_works_from_the_built_wheel(tmp_path):
         archive.extractall(tmp_path / "unpacked")
     for kind in ("source", "solutions"):
         assert f"sdpa_course/data/{kind}/{ASSIGNMENT}/{NOTEBOOK}.ipynb" in names
+    # every file of the three packages, in every subpackage, templates included
+    kit = {path.relative_to(REPO).as_posix()
+           for package in ("sdpa_ref", "autograder", "sdpa_course")
+           for path in (REPO / package).rglob("*")
+           if path.is_file() and "__pycache__" not in path.parts}
+    assert "sdpa_course/nbgrader_ext/templates/sdpa_feedback/index.html.j2" in kit
+    assert kit <= names, sorted(kit - names)
 
     # Import the kit from the unpacked wheel only (it comes first on the path; the checkout is
     # not the working directory) and create a course from its package data.
