@@ -19,7 +19,7 @@ from autograder.diagnoses import CODES
 from autograder.diagnoses.explanations import EXPLAINS, explained_by
 from autograder.engine import grade_content
 from autograder.sandbox import Limits
-from sdpa_course.notebooks import source_notebook_path
+from sdpa_course.course.notebooks import source_notebook_path
 from tests.corpus_exec import run_case
 
 QUICK = Limits(cell_seconds=2.0, call_seconds=1.0)
