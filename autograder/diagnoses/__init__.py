@@ -1,7 +1,11 @@
 """Diagnoses: the misconception behind each failed exercise, found by probing behaviour.
 
 `diagnose_submission` gives each exercise that lost points the codes of CONTRACT section 3
-that apply; an exercise with full marks gets none.
+that apply; an exercise with full marks gets none. One module per exercise (`ex1`, `ex2`,
+`ex3`, with `misconceptions` modelling attention's mistakes), `failures` and `modules` for
+codes read from how the code failed (a cell's error, a module the grader does not have),
+`explanations` for what the report says about a failed test a diagnosis explains. Every
+student value here is plain data and none can raise: what is not numbers matches nothing.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ def _number(answer):
 
 
 def _same(value, reference) -> bool:
-    return value is not None and abs(value - reference) <= significant_figures(reference)
+    return (value is not None and reference is not None
+            and abs(value - reference) <= significant_figures(reference))
 
 
 def _weight(scores) -> float:
@@ -46,12 +47,12 @@ def diagnose(student) -> set[str]:
     p_unscaled, p_scaled, grad_unscaled, grad_scaled = (
         _number(prober.value(name))
         for name in ("p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"))
-    codes |= _weight_codes(p_unscaled, p_scaled)
+    codes |= _weight_codes(p_unscaled, p_scaled, grad_scaled)
     codes |= _gradient_codes(grad_unscaled, grad_scaled, p_unscaled, p_scaled)
     return codes
 
 
-def _weight_codes(p_unscaled, p_scaled) -> set[str]:
+def _weight_codes(p_unscaled, p_scaled, grad_scaled) -> set[str]:
     codes = set()
     big, big_scaled = _weight(RAW), _weight(SCALED)
     if _same(p_unscaled, 1 - big) or any(_same(p_scaled, 1 - p) for p in (big, big_scaled)):
@@ -61,6 +62,9 @@ def _weight_codes(p_unscaled, p_scaled) -> set[str]:
     elif any(_same(p_scaled, p) or _same(p_scaled, 1 - p)
              for p in (_weight(RAW * factor) for factor in WRONG_SCALES)):
         codes.add("wrong-scale")
+    elif (p_scaled is not None and 0.5 < p_scaled < 1 and not _same(p_scaled, big_scaled)
+          and _same(grad_scaled, _own_derivative(p_scaled))):
+        codes.add("wrong-scale")  # some other factor, and the rest right for that weight
     if any(p is not None and not 0 <= p <= 1 for p in (p_unscaled, p_scaled)):
         codes.add("not-normalized")
     return codes

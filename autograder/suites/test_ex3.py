@@ -154,10 +154,13 @@ _MASK_HINT = ("a True in the mask hides that key from that query: set its score 
 _NO_MASK_HINT = "attention(Q, K, V) and attention(Q, K, V, mask=None) both mean no mask"
 
 
-def _calls(inputs):
-    """The calls a value test makes: without a mask both with and without `mask=None`."""
-    Q, K, V, mask = inputs
-    return [{}, {"mask": None}] if mask is None else [{"mask": mask}]
+def _calls(inputs, hint):
+    """(keyword arguments, hint) of each call a value test makes: without a mask, one call
+    without the argument and one with `mask=None`."""
+    mask = inputs[3]
+    if mask is None:
+        return [({}, hint), ({"mask": None}, _NO_MASK_HINT)]
+    return [({"mask": mask}, hint)]
 
 
 def _expect_values(got, expected, what, hint):
@@ -170,16 +173,16 @@ def _expect_values(got, expected, what, hint):
 
 def _expect_weights(student, inputs, hint):
     Q, K, V, mask = inputs
-    for kwargs in _calls(inputs):
+    for kwargs, call_hint in _calls(inputs, hint):
         attn = weights_of(call_attention(student, Q, K, V, **kwargs), Q, K, V, mask)
-        _expect_values(attn, sdpa_ref.attention(Q, K, V, mask)[1], "attn", hint)
+        _expect_values(attn, sdpa_ref.attention(Q, K, V, mask)[1], "attn", call_hint)
 
 
 def _expect_output(student, inputs, hint):
     Q, K, V, mask = inputs
-    for kwargs in _calls(inputs):
+    for kwargs, call_hint in _calls(inputs, hint):
         out = output_of(call_attention(student, Q, K, V, **kwargs), Q, K, V, mask)
-        _expect_values(out, sdpa_ref.attention(Q, K, V, mask)[0], "out", hint)
+        _expect_values(out, sdpa_ref.attention(Q, K, V, mask)[0], "out", call_hint)
 
 
 @pytest.mark.points(1.5)
