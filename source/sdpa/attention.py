@@ -300,9 +300,9 @@ _report("Exercise 2(a)", _ex2_softmax_problems())
 #
 # Each answer is one number; you may write it directly or compute it with code. Three
 # significant figures are enough (rounded or cut), but compute each gradient from the
-# **unrounded** weight: rounding a weight to 0.9997 first already changes the second figure of
-# `grad_unscaled`. Hint for the gradients: differentiate $w_2 = e^{s_2} / (e^{s_1} + e^{s_2})$
-# with respect to $s_2$ and write the result in terms of $w_2$.
+# **unrounded** weight: rounding a weight to 0.9997 first puts `grad_unscaled` 10% off.
+# Hint for the gradients: differentiate $w_2 = e^{s_2} / (e^{s_1} + e^{s_2})$ with respect to
+# $s_2$ and write the result in terms of $w_2$.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
