@@ -182,6 +182,11 @@ print("Exercise 1 is graded when you submit; the self-check above is only a firs
 # $d_k$**: its standard deviation grows like $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the
 # scores back to unit variance, whatever the head dimension. The cell below checks this by
 # sampling.
+#
+# The assumption is about **initialisation**: freshly initialised projections give queries and
+# keys with roughly unit-variance components. Training is free to change their scale later; the
+# fixed factor $1/\sqrt{d_k}$ makes sure that learning *starts* with soft attention, whatever
+# $d_k$ is.
 
 # %%
 def _show_score_spread(samples=2_000):
@@ -201,14 +206,22 @@ _show_score_spread()
 # Why does the size of the scores matter? The softmax only cares about *differences* between
 # scores, and large differences drive it towards a one-hot vector: nearly all the weight goes
 # to the top score. In that *saturated* regime the softmax is almost flat, so its gradients
-# are tiny and the losing keys stop learning.
+# are tiny, and not only the losing keys' ones. With two keys,
+#
+# $$\frac{\partial w_1}{\partial s_1} = \frac{\partial w_2}{\partial s_2} = w_1 w_2, \qquad
+#   \frac{\partial w_1}{\partial s_2} = \frac{\partial w_2}{\partial s_1} = -w_1 w_2,$$
+#
+# so when $w_1 \approx 1$ and $w_2 \approx 0$ every one of these derivatives is tiny: the
+# winning key's score, the losing key's score, and the query that produced both scores all get
+# almost no gradient. Saturation starves the winner and the query just as much as the loser.
 #
 # Put numbers on it with $d_k = 64$, a typical head dimension, where the scores have standard
 # deviation $\sqrt{64} = 8$. Take two keys whose raw scores differ by one standard deviation,
 # a gap of 8, and change nothing else:
 #
 # * **Unscaled**, $\mathrm{softmax}(8, 0)$ gives the larger key weight **0.9997**. The
-#   smaller key gets 0.0003: one-hot in all but name, and its gradient is starved.
+#   smaller key gets 0.0003: one-hot in all but name, and every gradient through this softmax
+#   is starved ($w_1 w_2 \approx 0.0003$).
 # * **Scaled** by $1/\sqrt{64} = 1/8$, the gap becomes 1 and $\mathrm{softmax}(1, 0)$ gives
 #   the larger key **0.731**. The attention stays soft and both keys receive gradient.
 #
@@ -403,21 +416,40 @@ _report("Exercise 2(b)", _ex2_number_problems())
 # ### BEGIN SOLUTION
 # **Model answer.** Without scaling, a gap of 8 between the scores saturates the softmax: the
 # larger key takes 0.9997 of the weight, and the smaller key's weight barely reacts to its own
-# score (its slope is about 0.0003, since the slope is $w(1-w)$ with $w \approx 0.0003$), so
-# almost no gradient reaches it and it cannot learn to matter. Dividing by
-# $\sqrt{d_k} = 8$ shrinks the gap to 1, where the softmax is still soft (0.731 against 0.269)
-# and the slope is about 0.197, several hundred times larger, so both keys keep receiving
-# gradient. The ranking of the keys is unchanged; only the saturation goes away.
+# score (its slope is $w(1-w) \approx 0.000335$ with $w \approx 0.0003$), so almost no gradient
+# reaches it and it cannot learn to matter. Dividing by $\sqrt{d_k} = 8$ shrinks the gap to 1,
+# where the softmax is still soft (0.731 against 0.269) and the slope is about 0.197: 586 times
+# larger, with respect to the scaled score that goes into the softmax. The gradient that
+# reaches the raw score $q \cdot k$, and through it $W_Q$ and $W_K$, carries the scale's further
+# factor $1/8$: 0.0246 against 0.000335, still about 73 times larger. Either way both keys keep
+# receiving gradient. The ranking of the keys is unchanged; only the saturation goes away.
 #
-# **Mark scheme (2 points).**
-# * 1 point: says that unscaled scores (large, with variance $d_k$) push the softmax into
-#   saturation, nearly one-hot, so the smaller key's weight has a near-zero gradient; quoting
-#   the numbers (0.9997 and a slope of about 3e-4) or an equivalent argument.
-# * 1 point: says that dividing by $\sqrt{d_k}$ brings the gap back to unit scale, so the
-#   softmax stays soft (0.731) and the gradient to the smaller key is much larger (about 0.197);
-#   a comparison of the two gradients earns this point.
-# * No credit for "scaling makes the numbers smaller" without linking it to saturation or to
-#   the gradient. Half a point each may be given for a correct idea stated without numbers.
+# **Mark scheme (2 points).** Whole points only; read the answer for these two ideas:
+# (i) *saturation*: unscaled, the gap of 8 makes the softmax nearly one-hot (0.9997), and
+# (ii) *gradient*: where it is saturated the smaller key's weight has a near-zero slope
+# ($w(1-w) \approx 0.0003$), while scaled (gap 1, 0.731) the slope is hundreds of times larger.
+#
+# * **2 points**: both (i) and (ii), linked: saturation is *why* the gradient vanishes, and
+#   scaling removes the saturation. Numbers are welcome but not required if the two slopes
+#   are compared in words.
+# * **1 point**: only one of them: saturation (one-hot, "the other key is ignored") with
+#   nothing about the gradient, or "the gradient is larger when scaled" with no reason given.
+# * **0 points**: neither, e.g. "scaling makes the numbers smaller" with no link to saturation
+#   or to the gradient. **"Scaling prevents overflow" earns nothing**: overflow of `exp` is
+#   prevented by subtracting each row's maximum (Exercise 2(a)); a gap of 8 overflows nothing.
+#
+# Three sample answers and their marks:
+#
+# * *"Unscaled, softmax(8, 0) = (0.9997, 0.0003): the softmax is saturated, and the slope
+#   w(1 - w) of the small key's weight is about 0.0003, so almost no gradient reaches it.
+#   Divided by 8 the gap is 1, softmax(1, 0) = (0.731, 0.269), and the slope is 0.197, about
+#   600 times more, so the small key keeps learning."* **2 points**: (i) and (ii), linked.
+# * *"Without scaling the big key gets 0.9997 of the weight, so attention is basically one-hot
+#   and the other key is ignored. With scaling it gets 0.731, so both keys are used."*
+#   **1 point**: saturation (i), but nothing about the gradient (ii).
+# * *"Dividing by sqrt(d_k) keeps the scores small so that exp does not overflow and the
+#   gradients do not explode."* **0 points**: overflow is the max subtraction's job, and the
+#   problem is gradients that vanish, not explode.
 # ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_autograded", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
@@ -456,6 +488,14 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 # In this kit a mask is a boolean array of shape $(n, m)$ in which **`True` means "masked out"**.
 # The causal mask is `True` strictly above the diagonal: position $t$ may always attend to
 # itself.
+#
+# **Careful: other code uses the opposite convention.** PyTorch's
+# `torch.nn.functional.scaled_dot_product_attention` reads a boolean `attn_mask` as
+# `True` = *may attend*, and the Annotated Transformer writes
+# `scores.masked_fill(mask == 0, -1e9)`, so its 1s are the keys kept. Both kinds of mask are
+# boolean arrays of the same shape, so handing one library's mask to the other raises nothing
+# and silently inverts it. Invert it yourself (`~mask`) when you move between them; the kit's
+# reference does exactly this in `sdpa_ref.to_torch_mask`.
 
 # %% [markdown]
 # ---
@@ -470,7 +510,9 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 #
 # $n$ may differ from $m$, and $d_k$ from $d_v$. Do not modify `Q`, `K`, `V` or `mask`. You may
 # use your `softmax` from Exercise 2. (Rows in which every key is masked are not part of this
-# exercise.)
+# exercise, but padding masks make them real, and implementations disagree on them: a `-inf`
+# fill gives NaN, since every score of the row is $-\infty$; the kit's reference returns zero
+# weights; a `-1e9` fill, as in the lesson, spreads the weight uniformly over the masked keys.)
 #
 # Its self-check verifies, among other things, the two structural facts of a causal example:
 # every row of `attn` sums to 1, and the strict upper triangle (the future) is exactly 0.
@@ -706,12 +748,12 @@ print("Exercise 3 is graded when you submit; the self-checks above are only a fi
 # %% nbgrader={"grade": false, "grade_id": "ex3_heatmap", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _draw_causal_attention():
     rng = np.random.default_rng(0)
-    T, d_model, d_k = 8, 16, 8
+    T, d_model, d_k, d_v = 8, 16, 8, 4
     X = rng.normal(size=(T, d_model))  # (T, d_model): one embedding per token
     W_q = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_k)
     W_k = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_k)
-    W_v = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_v)
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k) each
+    W_v = rng.normal(size=(d_model, d_v)) / np.sqrt(d_model)  # (d_model, d_v)
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k), (T, d_k), (T, d_v)
     try:
         _, attn = attention(Q, K, V, mask=causal_mask(T))
     except NotImplementedError as err:
@@ -736,6 +778,9 @@ def _draw_causal_attention():
     ax.set_yticks(range(T))
     fig.colorbar(image, ax=ax, label="weight")
     plt.show()
+    # The same weights as numbers, for whoever cannot tell the colours apart.
+    print("The weights drawn above (row t: query position t; column j: key position j):")
+    print(np.array2string(attn, precision=2, suppress_small=True, floatmode="fixed"))
 
 
 _draw_causal_attention()
