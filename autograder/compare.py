@@ -144,6 +144,17 @@ def as_floats(value, what: str) -> np.ndarray:
     return floats
 
 
+def as_verdict(value, what: str) -> bool:
+    """A check's answer: True or False (a Python or numpy bool, or a one-element bool array)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, np.ndarray) and value.dtype == np.bool_ and value.size == 1:
+        return bool(value.reshape(()))
+    shape = f" of shape {value.shape}" if isinstance(value, np.ndarray) else ""
+    raise Mismatch(f"{what} should return True or False, got {_type_name(value)}{shape}",
+                   "a check answers with one bool for the whole matrix (np.all(...) gives one)")
+
+
 def as_number(value, what: str) -> float:
     """A single real number: int, float, numpy scalar, 0-d or one-element array or list."""
     if isinstance(value, (bool, np.bool_)):

@@ -51,7 +51,12 @@ EXERCISES: dict[str, Exercise] = {
             6.0,
             ("softmax", "p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"),
         ),
-        Exercise("ex3", "causal scaled dot-product attention", 11.0, ("attention", "causal_mask")),
+        Exercise(
+            "ex3",
+            "causal scaled dot-product attention",
+            11.0,
+            ("attention", "causal_mask", "rows_sum_to_one", "future_is_zero"),
+        ),
     )
 }
 

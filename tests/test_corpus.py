@@ -18,6 +18,7 @@ from autograder.corpus import cases
 from autograder.diagnoses import CODES
 from autograder.diagnoses.explanations import EXPLAINS, explained_by
 from autograder.engine import grade_content
+from autograder.exercises import MAX_SCORE
 from autograder.sandbox import Limits
 from sdpa_course.course.notebooks import source_notebook_path
 from tests.corpus_exec import run_case
@@ -110,7 +111,7 @@ def test_every_explanation_belongs_to_a_known_code_and_test():
 def test_corpus_has_correct_submissions_in_several_styles():
     correct = [case for case in CASES.values() if case.kind == "correct"]
     assert len(correct) >= 3
-    assert all(case.expected_score == 20 and not any(case.diagnoses.values())
+    assert all(case.expected_score == MAX_SCORE and not any(case.diagnoses.values())
                for case in correct)
 
 
@@ -133,7 +134,8 @@ def test_refused_imports_are_noted_for_the_instructor(reports):
 
 SELF_CHECKS = {"ex1": ("ex1_selfcheck",),
                "ex2": ("ex2_selfcheck_softmax", "ex2_selfcheck_numbers"),
-               "ex3": ("ex3_selfcheck_attention", "ex3_selfcheck_causal_mask")}
+               "ex3": ("ex3_selfcheck_attention", "ex3_selfcheck_causal_mask",
+                       "ex3_selfcheck_checks")}
 CLEAN = "these quick checks pass"
 # (exercise, code) -> what the exercise's self-checks say about it (any of the phrases). A
 # code missing here is beyond what the self-checks look at; a misconception's phrase must
@@ -168,6 +170,9 @@ SELF_CHECK_SAYS = {
     ("ex3", "stateful"): ("must not keep state",),
     ("ex3", "causal-diagonal"): ("covers the diagonal",),
     ("ex3", "causal-wrong-triangle"): ("covers the past",),
+    ("ex3", "check-exact-float"): ("compare with a tolerance",),
+    ("ex3", "check-lower-triangle"): ("It looks below the diagonal",),
+    ("ex3", "check-diagonal"): ("It wants a zero diagonal",),
     ("ex3", "unsupported-type"): ("return plain numpy arrays",),
 }
 # How a failure shows when the self-check cannot run the code (any of the phrases).

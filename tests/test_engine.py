@@ -122,7 +122,7 @@ def test_exercise_2_accepts_three_significant_figures():
     ("ex3-mask-inverted", "ATTENTION_MASK_INVERTED", 7.5),
     # The notebook's own self-check calls attention first: a cache keyed by shape must not
     # carry its answers into the hidden tests or hide the diagnosis.
-    ("ex3-stateful", "ATTENTION_STATEFUL", 10.0),
+    ("ex3-stateful", "ATTENTION_STATEFUL", 10.5),
 ])
 def test_a_mistake_grades_the_same_in_a_notebook_as_in_a_py_file(name, piece, score):
     from autograder.corpus import pieces

@@ -31,7 +31,7 @@ GRADED_POINTS = {"ex1_autograded": 3, "ex2_autograded": 6, "ex3_autograded": 11,
 HIDDEN_VALUES = ["0.7071", "0.707", "0.6698", "0.670", "0.3302", "0.330", "3.352", "0.000335",
                  "0.19661", "0.1966", "0.197", "0.99966"]
 SELF_CHECK_IDS = ["ex1_selfcheck", "ex2_selfcheck_softmax", "ex2_selfcheck_numbers",
-                  "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask"]
+                  "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask", "ex3_selfcheck_checks"]
 UNANSWERED = ("not answered yet", "not written yet")
 CLEAN_SELF_CHECK = "these quick checks pass. More tests run when your work is graded."
 
@@ -152,7 +152,8 @@ def test_every_answer_cell_is_named_after_its_exercise(source_nb):
     answer_ids = [nbgrader_meta(c)["grade_id"] for c in source_nb.cells
                   if nbgrader_meta(c).get("solution")]
     assert answer_ids == ["ex1_answer", "ex2_softmax", "ex2_numbers", "ex2_explain",
-                          "ex3_attention", "ex3_causal_mask"]
+                          "ex3_attention", "ex3_causal_mask", "ex3_rows_sum_to_one",
+                          "ex3_future_is_zero"]
 
 
 def test_student_names_are_defined_where_the_contract_says(source_nb):
@@ -162,6 +163,8 @@ def test_student_names_are_defined_where_the_contract_says(source_nb):
         "ex2_numbers": ["p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"],
         "ex3_attention": ["def attention(Q, K, V, mask=None):"],
         "ex3_causal_mask": ["def causal_mask(T):"],
+        "ex3_rows_sum_to_one": ["def rows_sum_to_one(attn):"],
+        "ex3_future_is_zero": ["def future_is_zero(attn):"],
     }
     for grade_id, names in defines.items():
         for name in names:
@@ -224,7 +227,8 @@ def test_release_holds_no_reference_values_of_hidden_tests(release_nb):
 
 def test_release_stubs_name_their_exercise(release_nb):
     functions = {"ex2_softmax": "softmax", "ex3_attention": "attention",
-                 "ex3_causal_mask": "causal_mask"}
+                 "ex3_causal_mask": "causal_mask", "ex3_rows_sum_to_one": "rows_sum_to_one",
+                 "ex3_future_is_zero": "future_is_zero"}
     for grade_id, function in functions.items():
         number = grade_id[2]
         assert (f'raise NotImplementedError("Exercise {number}: write {function}() here")'
@@ -263,6 +267,7 @@ def test_release_runs_to_the_end_and_every_self_check_says_not_answered(release_
     heatmap = cell_by_id(ran, "ex3_heatmap")
     assert "No picture yet" in printed(heatmap)
     assert not any("image/png" in out.get("data", {}) for out in heatmap.outputs)
+    assert "Not yet: Exercise 3" in printed(cell_by_id(ran, "ex3_verify"))
 
 
 def test_answer_key_has_the_release_cells_and_metadata(release_nb, answer_key):
@@ -281,6 +286,11 @@ def test_answer_key_runs_passes_every_self_check_and_draws_the_heatmap(answer_ke
         assert CLEAN_SELF_CHECK in text, (grade_id, text)
     heatmap = cell_by_id(ran, "ex3_heatmap")
     assert any("image/png" in out.get("data", {}) for out in heatmap.outputs)
+    weights = printed(heatmap).split("\n", 1)[1]  # the matrix, rounded, beside the picture
+    assert weights.startswith("[[1.00 0.00 0.00") and weights.count("[") == 9
+    verified = printed(cell_by_id(ran, "ex3_verify"))
+    assert "rows_sum_to_one(attn)  -> True" in verified
+    assert "future_is_zero(attn)   -> True" in verified and "Both structural facts hold" in verified
     for cell in ran.cells:
         if cell.cell_type == "code":
             assert not any(out.output_type == "error" for out in cell.outputs)

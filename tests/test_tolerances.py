@@ -128,6 +128,40 @@ def test_hand_numbers_rounded_or_cut_pass_and_the_closest_slips_fail():
     assert abs(forward - grad) > unit
 
 
+# Exercise 3(c): the hidden matrices the student's checks judge. A check's tolerance is the
+# student's own; the usual one is np.allclose's (rtol = 1e-5, atol = 1e-8), the answer key's is
+# 1e-5. Every correct matrix must be far inside it, every broken one far outside, and exact
+# comparison (== 1) must fail on correct matrices, or the exact-float slip would go unseen.
+ROW_TOLERANCE = 1e-5 + 1e-8
+ZERO_TOLERANCE = 1e-8
+
+
+def _row_errors(attn) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.abs(np.asarray(attn, dtype=np.float64).sum(axis=-1) - 1.0)  # (T,)
+
+
+def test_correct_matrices_sum_to_one_only_up_to_rounding_far_inside_any_check():
+    for attn, what in test_ex3.CORRECT_WEIGHTS:
+        assert _row_errors(attn).max() <= ROW_TOLERANCE / MARGIN, what
+        sums_own_dtype = attn.sum(axis=-1)  # (T,) summed in float32 for a float32 matrix
+        exact_sums = [math.fsum(float(x) for x in row) for row in attn]
+        assert (sums_own_dtype != 1).any() and any(total != 1 for total in exact_sums), what
+        assert not np.triu(attn, k=1).any(), what  # the future is exactly 0
+        assert np.all(np.diagonal(attn) > 0), what  # the present is not
+
+
+def test_broken_matrices_are_far_outside_any_reasonable_check():
+    short, transposed, nan_row = (attn for attn, _ in test_ex3.ROW_SUMS_BROKEN)
+    assert np.nanmax(_row_errors(short)) >= MARGIN * ROW_TOLERANCE
+    assert np.nanmax(_row_errors(transposed)) >= MARGIN * ROW_TOLERANCE
+    assert np.isnan(nan_row).any()
+    leak, unmasked, *_ = (attn for attn, _ in test_ex3.FUTURE_BROKEN)
+    for attn in (leak, unmasked):
+        assert np.abs(np.triu(attn, k=1)).max() >= MARGIN * ZERO_TOLERANCE
+        assert _row_errors(attn).max() <= ROW_TOLERANCE / MARGIN  # broken in one fact only
+
+
 if __name__ == "__main__":
     measured = measure()
     stable = "attention_is_stable_at_large_scores"

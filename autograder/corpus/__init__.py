@@ -19,10 +19,11 @@ from pathlib import Path
 from autograder.corpus import pieces as p
 
 FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0}
+CHECKS = (p.ROWS_SUM_ALLCLOSE, p.FUTURE_TRIU)  # exercise 3(c), right
 CORRECT_EX1, CORRECT_EX2, CORRECT_EX3 = (
     (p.EX1_ROUNDED,),
     (p.SOFTMAX_STABLE, p.EX2_ROUNDED),
-    (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU),
+    (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU, *CHECKS),
 )
 
 # Groups of hidden tests, by name, for the failing sets below.
@@ -47,9 +48,11 @@ STABLE = ("attention_is_stable_at_large_scores",)
 READ_ONLY = ("attention_accepts_read_only_inputs",)
 UNCHANGED = ("attention_leaves_its_inputs_unchanged",)
 STATELESS = ("attention_answers_each_call_from_its_own_inputs",)
-PROPERTIES = STABLE + READ_ONLY + UNCHANGED + STATELESS  # 4 points
+PROPERTIES = STABLE + READ_ONLY + UNCHANGED + STATELESS  # 2 points
 CAUSAL_MASK = ("causal_mask_hides_strictly_the_future",)
-ATTENTION = VALUES + PROPERTIES  # every test that calls attention: 9.5 points
+ATTENTION = VALUES + PROPERTIES  # every test that calls attention: 7.5 points
+ROWS_CHECK = ("rows_sum_to_one_passes_attention_and_fails_broken_rows",)  # 1 point
+FUTURE_CHECK = ("future_is_zero_passes_causal_attention_and_fails_any_leak",)  # 1 point
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,8 @@ def _hostile(name, description, *parts, scores=None, codes=None):
     return Case(name, "hostile", description, parts, {**FULL, **(scores or {})}, codes or {})
 
 
-def _with_ex3(*ex3_parts):
-    return (*CORRECT_EX1, *CORRECT_EX2, *ex3_parts)
+def _with_ex3(*ex3_parts, checks=CHECKS):
+    return (*CORRECT_EX1, *CORRECT_EX2, *ex3_parts, *checks)
 
 
 def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
@@ -113,26 +116,32 @@ def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
                     lose={"ex3": lose}, codes={"ex3": codes}, fails={"ex3": fails})
 
 
+def _ex3_check_mistake(name, description, rows_check, future_check, fails, *codes):
+    return _mistake(name, description, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU,
+                                                   checks=(rows_check, future_check)),
+                    lose={"ex3": 1}, codes={"ex3": codes}, fails={"ex3": fails})
+
+
 def cases() -> list[Case]:
     """Every case of the corpus, correct ones first."""
     return [
         _correct("lesson-style", "the lesson's own code and hand-rounded numbers",
                  p.EX1_ROUNDED, p.SOFTMAX_STABLE, p.EX2_ROUNDED, p.ATTENTION_LESSON,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("numpy-computed", "every number computed with numpy, np.where masking",
                  p.EX1_COMPUTED, p.SOFTMAX_STABLE, p.EX2_COMPUTED, p.ATTENTION_WHERE,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, p.ROWS_SUM_ISCLOSE, p.FUTURE_MASKED),
         _correct("plain-loops", "plain Python loops and lists, no numpy in the answers",
                  p.EX1_ROUNDED, p.SOFTMAX_LOOPS, p.EX2_ROUNDED, p.ATTENTION_LOOPS,
-                 p.CAUSAL_MASK_LOOPS),
+                 p.CAUSAL_MASK_LOOPS, p.ROWS_SUM_LOOPS, p.FUTURE_LOOPS),
         _correct("noisy", "correct, but prints, warns and divides by zero along the way",
                  p.NOISY, *_with_ex3(p.ATTENTION_LESSON, p.CAUSAL_MASK_TRIU)),
         _correct("float32", "float32 throughout softmax and attention, a -1e9 fill",
                  p.EX1_ROUNDED, p.SOFTMAX_FLOAT32, p.EX2_COMPUTED, p.ATTENTION_FLOAT32,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill",
                  p.EX1_COMPUTED, p.SOFTMAX_EPSILON, p.EX2_COMPUTED, p.ATTENTION_FINFO_MIN,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("truncated-numbers", "hand numbers cut, not rounded, to three figures",
                  p.EX1_TRUNCATED, p.SOFTMAX_STABLE, p.EX2_TRUNCATED, *CORRECT_EX3),
         _correct("one-element-answers", "numbers as arrays of shape (1,) and (1, 1), ex1 as "
@@ -200,7 +209,7 @@ def cases() -> list[Case]:
         _ex3_attention_mistake("ex3-not-normalized", "weights never divided by their sum",
                                p.ATTENTION_NOT_NORMALIZED, 5.5, VALUES, "not-normalized"),
         _ex3_attention_mistake("ex3-unstable-softmax", "no max subtraction before exp",
-                               p.ATTENTION_UNSTABLE, 1, STABLE, "unstable-softmax"),
+                               p.ATTENTION_UNSTABLE, 0.5, STABLE, "unstable-softmax"),
         _ex3_attention_mistake("ex3-mask-ignored", "the mask is never applied",
                                p.ATTENTION_MASK_IGNORED, 3.5, MASKED, "mask-ignored"),
         _ex3_attention_mistake("ex3-mask-inverted", "True treated as keep (the -1e9 fill)",
@@ -215,7 +224,7 @@ def cases() -> list[Case]:
         _ex3_attention_mistake("ex3-transposed", "K @ Q.T instead of Q @ K.T",
                                p.ATTENTION_TRANSPOSED, 5.5, VALUES, "transposed"),
         _ex3_attention_mistake("ex3-transposed-q", "Q.T @ K: crashes unless n = m = d_k",
-                               p.ATTENTION_TRANSPOSED_QT, 6.5, VALUES + STABLE,
+                               p.ATTENTION_TRANSPOSED_QT, 6, VALUES + STABLE,
                                "transposed"),
         _ex3_attention_mistake("ex3-returns-swapped", "returns (attn, out)",
                                p.ATTENTION_RETURNS_SWAPPED, 5.5, VALUES, "returns-swapped"),
@@ -224,21 +233,21 @@ def cases() -> list[Case]:
         _ex3_attention_mistake("ex3-attn-transposed", "returns attn transposed, out right",
                                p.ATTENTION_ATTN_TRANSPOSED, 2.75, WEIGHTS, "wrong-shape"),
         _ex3_attention_mistake("ex3-mutates-input", "divides Q in place",
-                               p.ATTENTION_MUTATES_INPUT, 2, READ_ONLY + UNCHANGED,
+                               p.ATTENTION_MUTATES_INPUT, 1, READ_ONLY + UNCHANGED,
                                "mutates-input"),
         _ex3_attention_mistake("ex3-stateful", "caches answers by shape",
-                               p.ATTENTION_STATEFUL, 1, STATELESS, "stateful"),
+                               p.ATTENTION_STATEFUL, 0.5, STATELESS, "stateful"),
         _ex3_attention_mistake("ex3-no-scaling-and-zero-fill", "two mistakes at once",
                                p.ATTENTION_NO_SCALING_ZERO_FILL, 5.5, VALUES, "no-scaling",
                                "mask-zero-fill"),
         _mistake("ex3-float32-no-scaling", "float32 throughout, scores not scaled",
                  *CORRECT_EX1, p.SOFTMAX_FLOAT32, p.EX2_ROUNDED, p.ATTENTION_FLOAT32_NO_SCALING,
-                 p.CAUSAL_MASK_TRIU, lose={"ex3": 5.5}, codes={"ex3": ("no-scaling",)},
+                 p.CAUSAL_MASK_TRIU, *CHECKS, lose={"ex3": 5.5}, codes={"ex3": ("no-scaling",)},
                  fails={"ex3": VALUES}),
         _ex3_attention_mistake("ex3-stub-left", "the release's NotImplementedError stub",
-                               p.ATTENTION_STUB, 9.5, ATTENTION, "crashed"),
+                               p.ATTENTION_STUB, 7.5, ATTENTION, "crashed"),
         _ex3_attention_mistake("ex3-masked-array", "returns numpy masked arrays",
-                               p.ATTENTION_MASKED_ARRAY, 9.5, ATTENTION, "unsupported-type"),
+                               p.ATTENTION_MASKED_ARRAY, 7.5, ATTENTION, "unsupported-type"),
         # -- exercise 3: causal mask
         _mistake("ex3-causal-diagonal", "causal_mask also hides the diagonal",
                  *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_DIAGONAL),
@@ -251,10 +260,29 @@ def cases() -> list[Case]:
         _mistake("ex3-causal-mask-missing", "causal_mask never written",
                  *_with_ex3(p.ATTENTION_WHERE), lose={"ex3": 1.5},
                  codes={"ex3": ("missing-name",)}, fails={"ex3": CAUSAL_MASK}),
+        # -- exercise 3(c): the checks, each graded on its own
+        _ex3_check_mistake("ex3-check-exact", "rows_sum_to_one compares the sums with == 1",
+                           p.ROWS_SUM_EXACT, p.FUTURE_TRIU, ROWS_CHECK, "check-exact-float"),
+        _ex3_check_mistake("ex3-check-too-tight", "rows_sum_to_one with math.isclose's "
+                           "default rel_tol=1e-9, tighter than float32 rounding",
+                           p.ROWS_SUM_TOO_TIGHT, p.FUTURE_TRIU, ROWS_CHECK, "check-exact-float"),
+        _ex3_check_mistake("ex3-check-lower-triangle", "future_is_zero looks below the diagonal",
+                           p.ROWS_SUM_ALLCLOSE, p.FUTURE_LOWER, FUTURE_CHECK,
+                           "check-lower-triangle"),
+        _ex3_check_mistake("ex3-check-diagonal", "future_is_zero also wants a zero diagonal",
+                           p.ROWS_SUM_ALLCLOSE, p.FUTURE_DIAGONAL, FUTURE_CHECK,
+                           "check-diagonal"),
+        _ex3_check_mistake("ex3-check-lower-and-diagonal", "future_is_zero looks on and below "
+                           "the diagonal", p.ROWS_SUM_ALLCLOSE, p.FUTURE_LOWER_AND_DIAGONAL,
+                           FUTURE_CHECK, "check-lower-triangle", "check-diagonal"),
+        _mistake("ex3-checks-missing", "the two checks never written",
+                 *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU, checks=()),
+                 lose={"ex3": 2}, codes={"ex3": ("missing-name",)},
+                 fails={"ex3": ROWS_CHECK + FUTURE_CHECK}),
         # -- modules the grader does not have
         _mistake("scipy-without-scipy", "correct with scipy.special.softmax; no scipy here",
                  *CORRECT_EX1, p.SOFTMAX_SCIPY, p.EX2_COMPUTED, p.ATTENTION_SCIPY,
-                 p.CAUSAL_MASK_TRIU, lose={"ex2": 6, "ex3": 9.5},
+                 p.CAUSAL_MASK_TRIU, *CHECKS, lose={"ex2": 6, "ex3": 7.5},
                  codes={"ex2": ("missing-name", "crashed", "missing-module"),
                         "ex3": ("crashed", "missing-module")},
                  fails={"ex2": EX2_SOFTMAX + EX2_NUMBERS, "ex3": ATTENTION}),
@@ -263,10 +291,11 @@ def cases() -> list[Case]:
                  *_with_ex3(p.ATTENTION_WHERE, p.SYNTAX_ERROR), lose=FULL,
                  codes={ex: ("missing-name", "syntax-error") for ex in FULL},
                  fails={"ex1": ("scores", "weights", "output"), "ex2": EX2_SOFTMAX + EX2_NUMBERS,
-                        "ex3": CAUSAL_MASK + ATTENTION}),
+                        "ex3": CAUSAL_MASK + ATTENTION + ROWS_CHECK + FUTURE_CHECK}),
         # -- hostile
         _hostile("patched-numpy", "patches numpy.allclose and friends, then gets it wrong",
-                 p.PATCH_NUMPY, *_with_ex3(p.ATTENTION_NO_SCALING, p.CAUSAL_MASK_TRIU),
+                 p.PATCH_NUMPY, *_with_ex3(p.ATTENTION_NO_SCALING, p.CAUSAL_MASK_TRIU,
+                                           checks=(p.ROWS_SUM_ISCLOSE, p.FUTURE_TRIU)),
                  scores={"ex3": 5.5}, codes={"ex3": ("no-scaling",)}),
         _hostile("import-reference", "imports attention from sdpa_ref",
                  *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE,
@@ -276,31 +305,31 @@ def cases() -> list[Case]:
                  scores={"ex2": 3}, codes={"ex2": ("missing-name", "forbidden-import")}),
         _hostile("import-reference-in-call", "imports sdpa_ref inside attention",
                  *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE_IN_CALL, p.CAUSAL_MASK_TRIU,
-                 scores={"ex3": 1.5}, codes={"ex3": ("forbidden-import",)}),
+                 *CHECKS, scores={"ex3": 3.5}, codes={"ex3": ("forbidden-import",)}),
         _hostile("exit-at-import", "os._exit in the middle of the file",
                  *CORRECT_EX1, p.EXIT_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
         _hostile("exit-in-call", "attention calls os._exit",
-                 *CORRECT_EX1, *CORRECT_EX2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU,
-                 scores={"ex3": 1.5}, codes={"ex3": ("crashed",)}),
+                 *CORRECT_EX1, *CORRECT_EX2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
+                 scores={"ex3": 3.5}, codes={"ex3": ("crashed",)}),
         _hostile("loop-at-import", "an endless loop between two exercises",
                  *CORRECT_EX1, p.LOOP_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
         _hostile("loop-in-call", "attention never returns",
-                 *CORRECT_EX1, *CORRECT_EX2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU,
-                 scores={"ex3": 1.5}, codes={"ex3": ("timeout",)}),
+                 *CORRECT_EX1, *CORRECT_EX2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
+                 scores={"ex3": 3.5}, codes={"ex3": ("timeout",)}),
         _hostile("memory-hog-at-import", "allocates 16 GiB at import",
                  *CORRECT_EX1, p.MEMORY_HOG_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
         _hostile("memory-hog-in-call", "causal_mask allocates 64 GiB",
-                 *CORRECT_EX1, *CORRECT_EX2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL,
+                 *CORRECT_EX1, *CORRECT_EX2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL, *CHECKS,
                  scores={"ex3": 9.5}, codes={"ex3": ("memory-limit",)}),
         _hostile("huge-output", "prints megabytes to stdout and stderr",
-                 p.HUGE_OUTPUT, *_with_ex3(*CORRECT_EX3)),
+                 p.HUGE_OUTPUT, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU)),
         _hostile("background-processes", "starts a child and a setsid daemon",
-                 p.BACKGROUND_PROCESSES, *_with_ex3(*CORRECT_EX3)),
+                 p.BACKGROUND_PROCESSES, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU)),
         _hostile("zeros-of-the-right-shape", "attention returns zeros: no property points",
-                 *_with_ex3(p.ATTENTION_ZEROS, p.CAUSAL_MASK_TRIU), scores={"ex3": 1.5},
+                 *_with_ex3(p.ATTENTION_ZEROS, p.CAUSAL_MASK_TRIU), scores={"ex3": 3.5},
                  codes={"ex3": ("not-normalized",)}),
         _hostile("nan-of-the-right-shape", "attention returns NaN: no property points",
-                 *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 1.5}),
+                 *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 3.5}),
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
                  p.READ_HIDDEN_FILES, *CORRECT_EX2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),

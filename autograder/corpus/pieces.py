@@ -288,6 +288,68 @@ def causal_mask(T):
     return np.tril(np.ones((T, T), dtype=bool), k=-1)
 """
 
+# -- Exercise 3(c): the two checks ---------------------------------------------------------
+
+ROWS_SUM_ALLCLOSE = """
+def rows_sum_to_one(attn):
+    return np.allclose(attn.sum(axis=-1), 1.0)
+"""
+
+ROWS_SUM_LOOPS = """
+def rows_sum_to_one(attn):
+    return all(abs(sum(row) - 1.0) < 1e-6 for row in attn.tolist())
+"""
+
+ROWS_SUM_ISCLOSE = """
+def rows_sum_to_one(attn):
+    sums = np.asarray(attn, dtype=np.float64).sum(axis=1)
+    return bool(np.isclose(sums, 1.0, rtol=0.0, atol=1e-5).all())
+"""
+
+ROWS_SUM_EXACT = """
+def rows_sum_to_one(attn):
+    return bool(np.all(attn.sum(axis=-1) == 1))
+"""
+
+ROWS_SUM_TOO_TIGHT = """
+import math
+
+def rows_sum_to_one(attn):
+    return all(math.isclose(float(total), 1.0) for total in attn.sum(axis=1))
+"""
+
+FUTURE_TRIU = """
+def future_is_zero(attn):
+    return bool(np.all(np.triu(attn, k=1) == 0))
+"""
+
+FUTURE_LOOPS = """
+def future_is_zero(attn):
+    T = len(attn)
+    return all(attn[t][j] == 0 for t in range(T) for j in range(t + 1, T))
+"""
+
+FUTURE_MASKED = """
+def future_is_zero(attn):
+    future = np.triu(np.ones(attn.shape, dtype=bool), k=1)
+    return not np.any(attn[future])
+"""
+
+FUTURE_LOWER = """
+def future_is_zero(attn):
+    return bool(np.all(np.tril(attn, k=-1) == 0))
+"""
+
+FUTURE_DIAGONAL = """
+def future_is_zero(attn):
+    return bool(np.all(np.triu(attn) == 0))
+"""
+
+FUTURE_LOWER_AND_DIAGONAL = """
+def future_is_zero(attn):
+    return bool(np.all(np.tril(attn) == 0))
+"""
+
 
 def attention_with(*, scores="Q @ K.T / np.sqrt(Q.shape[-1])", masking="np.where",
                    softmax_axis="-1", normalise=True, stable=True, result="out, attn",

@@ -30,6 +30,11 @@ CODES: dict[str, str] = {
     "stateful": "answers differently when called again with the same inputs",
     "causal-diagonal": "causal_mask also masks the diagonal",
     "causal-wrong-triangle": "causal_mask masks the past instead of the future",
+    "check-exact-float": "rows_sum_to_one compares float sums with 1 exactly (== 1, or more "
+                         "tightly than float rounding)",
+    "check-lower-triangle": "future_is_zero checks below the diagonal (the past) instead of "
+                            "above it",
+    "check-diagonal": "future_is_zero also requires the diagonal to be zero",
     "missing-name": "a required name is not defined",
     "syntax-error": "the submission does not parse",
     "crashed": "the code raised an exception or its process died",

@@ -28,6 +28,8 @@ EX3_VALUES = EX3_UNMASKED | EX3_MASKED
 EX3_STABLE = frozenset({"attention_is_stable_at_large_scores"})
 EX3_INPUTS = frozenset({"attention_accepts_read_only_inputs",
                         "attention_leaves_its_inputs_unchanged"})
+EX3_ROWS_CHECK = frozenset({"rows_sum_to_one_passes_attention_and_fails_broken_rows"})
+EX3_FUTURE_CHECK = frozenset({"future_is_zero_passes_causal_attention_and_fails_any_leak"})
 
 # (exercise, code) -> (the tests it explains, what to say; "" when the test's own message
 # already names the problem, as for a wrong shape).
@@ -104,6 +106,17 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("ex3", "causal-wrong-triangle"): (frozenset({"causal_mask_hides_strictly_the_future"}),
                                        "causal_mask hides the past: True belongs strictly "
                                        "above the diagonal, on the future"),
+    ("ex3", "check-exact-float"): (EX3_ROWS_CHECK,
+                                   "a sum of floats is 1 only up to rounding (float32 rows are "
+                                   "off by about 1e-7): compare with a tolerance, as "
+                                   "np.allclose does, not with == 1"),
+    ("ex3", "check-lower-triangle"): (EX3_FUTURE_CHECK,
+                                      "the future is above the diagonal (key j after query "
+                                      "t, j > t): look at np.triu(attn, k=1), not below the "
+                                      "diagonal"),
+    ("ex3", "check-diagonal"): (EX3_FUTURE_CHECK,
+                                "the diagonal is each query's weight on itself, which is "
+                                "allowed: only the weights strictly above it (k=1) must be 0"),
 }
 
 

@@ -24,8 +24,8 @@
 # 1. compute attention by hand for one query and two keys (**Exercise 1**, 3 points),
 # 2. see why the scores are divided by $\sqrt{d_k}$, in numbers and in gradients
 #    (**Exercise 2**, 6 points + 2 points for a written answer),
-# 3. implement attention with a causal mask and look at the weights it produces
-#    (**Exercise 3**, 11 points).
+# 3. implement attention with a causal mask, write two checks of the weights it produces, and
+#    look at them (**Exercise 3**, 11 points).
 #
 # **How this notebook works.** Write your answers in the cells that say `YOUR CODE HERE` or
 # `YOUR ANSWER HERE`. After each part there is a *self-check* cell: run it for a quick,
@@ -514,8 +514,8 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 # fill gives NaN, since every score of the row is $-\infty$; the kit's reference returns zero
 # weights; a `-1e9` fill, as in the lesson, spreads the weight uniformly over the masked keys.)
 #
-# Its self-check verifies, among other things, the two structural facts of a causal example:
-# every row of `attn` sums to 1, and the strict upper triangle (the future) is exactly 0.
+# In (c) you will write checks for the two structural facts of a causal example: every row of
+# `attn` sums to 1, and the strict upper triangle (the future) is exactly 0.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention(Q, K, V, mask=None):
@@ -732,6 +732,178 @@ def _ex3_causal_mask_problems():
 
 
 _report("Exercise 3(b)", _ex3_causal_mask_problems())
+
+# %% [markdown]
+# **(c)** A test is code too, and it can be wrong. Write the two checks of a causal attention
+# matrix `attn` of shape `(T, T)` (row $t$: query position $t$; column $j$: key position $j$),
+# each returning `True` or `False`:
+#
+# * `rows_sum_to_one(attn)`: every row sums to 1, **up to floating-point rounding** (in
+#   float32 or float64);
+# * `future_is_zero(attn)`: every weight strictly above the diagonal (key $j$ later than query
+#   $t$) is **exactly** 0. The diagonal and everything below it may hold any weight.
+#
+# Each function checks its own fact and nothing else, and a matrix holding NaN passes neither.
+# Your checks are graded the way a test is graded: they are handed correct attention matrices
+# (float64 and float32) and broken ones, and each earns its point only if it passes every
+# correct matrix and fails every broken one.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_rows_sum_to_one", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def rows_sum_to_one(attn):
+    """True when every row of attn sums to 1, up to floating-point rounding."""
+    ### BEGIN SOLUTION
+    sums = np.asarray(attn, dtype=np.float64).sum(axis=-1)  # (T,): one sum per query
+    # float32 rounding moves a sum by about 1e-7; a NaN makes the comparison False.
+    return bool(np.all(np.abs(sums - 1.0) <= 1e-5))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_future_is_zero", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def future_is_zero(attn):
+    """True when every weight strictly above the diagonal (the future) is exactly 0."""
+    ### BEGIN SOLUTION
+    weights = np.asarray(attn)  # (T, T)
+    future = np.triu(np.ones(weights.shape, dtype=bool), k=1)  # (T, T): key j after query t
+    return bool(np.all(weights[future] == 0.0))  # exp(-inf) and exp(-1e9) are exactly 0
+    ### END SOLUTION
+
+
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_checks", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 3(c): your checks on matrices whose right answer is known.
+def _ex3_weights(seed, T, dtype, causal=True):
+    """A correct (T, T) attention matrix in dtype; its rows sum to 1 only up to rounding."""
+    rng = np.random.default_rng(seed)
+    Q, K = rng.normal(size=(T, 4)), rng.normal(size=(T, 4))  # (T, 4) each
+    scores = (Q @ K.T / 2.0).astype(dtype)  # (T, T), scaled by 1 / sqrt(4)
+    if causal:
+        scores = np.where(np.arange(T)[None, :] > np.arange(T)[:, None], -np.inf, scores)
+    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (T, T)
+    return exps / exps.sum(axis=-1, keepdims=True)  # (T, T): rows sum to 1 up to rounding
+
+
+def _ex3_verdict(check, attn):
+    """The check's answer as True or False, or a string saying why there is none."""
+    try:
+        answer = check(attn.copy())
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        return f"raised {type(err).__name__}: {err}"
+    if isinstance(answer, (bool, np.bool_)):
+        return bool(answer)
+    if isinstance(answer, np.ndarray) and answer.dtype == bool and answer.size == 1:
+        return bool(answer.reshape(()))
+    return f"returned {type(answer).__name__}, not True or False (use np.all(...))"
+
+
+_EX3_CORRECT = (
+    (_ex3_weights(1, 5, np.float64), "a correct float64 causal attention matrix"),
+    (_ex3_weights(2, 5, np.float32), "a correct float32 causal attention matrix (its rows sum "
+                                     "to 1 only up to rounding)"),
+    (_ex3_weights(3, 32, np.float32), "a correct (32, 32) float32 causal attention matrix"),
+)
+_EX3_BASE = _ex3_weights(4, 6, np.float64)  # (6, 6): the broken matrices start from it
+_EX3_SHORT_ROW, _EX3_LEAK, _EX3_NAN = _EX3_BASE.copy(), _EX3_BASE.copy(), _EX3_BASE.copy()
+_EX3_SHORT_ROW[2] *= 0.99  # row 2 sums to 0.99
+_EX3_LEAK[1, 4], _EX3_LEAK[1, 1] = 1e-6, _EX3_LEAK[1, 1] - 1e-6  # a future key gets 1e-6
+_EX3_NAN[0] = np.nan  # a fully masked row under a -inf fill
+_EX3_BROKEN = {
+    "rows_sum_to_one": (
+        (_EX3_SHORT_ROW, "a matrix whose row 2 sums to 0.99"),
+        (_EX3_BASE.T.copy(), "a transposed causal matrix (its columns sum to 1, not its rows)"),
+        (_EX3_NAN, "a matrix whose first row is NaN"),
+    ),
+    "future_is_zero": (
+        (_EX3_LEAK, "a causal matrix with a weight of 1e-6 on a future key"),
+        (_ex3_weights(5, 6, np.float64, causal=False), "a matrix computed without a mask"),
+        (_EX3_BASE.T.copy(), "a transposed causal matrix (its weights sit above the diagonal)"),
+        (_EX3_NAN, "a matrix whose first row is NaN"),
+    ),
+}
+# Matrices that tell the usual slips apart (see the problems they print below).
+_EX3_DYADIC = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5]])  # sums exactly 1
+_EX3_PAST_ZERO = _EX3_BASE.T.copy()  # (6, 6): zero below the diagonal instead of above
+_EX3_ON_AND_ABOVE_ZERO = np.tril(_EX3_BASE, k=-1)  # (6, 6): zero on and above the diagonal
+_EX3_ON_AND_BELOW_ZERO = np.triu(_EX3_PAST_ZERO, k=1)  # (6, 6): zero on and below it
+
+
+def _ex3_check_problems(name):
+    if name not in globals():
+        return [f"{name} is not defined: run the cell above that defines it first."]
+    check = globals()[name]
+    try:
+        for attn, what in _EX3_CORRECT:
+            verdict = _ex3_verdict(check, attn)
+            if isinstance(verdict, str):
+                return [f"{name} on {what} {verdict}"]
+            if not verdict:
+                return [f"{name} returned False for {what}. " + _ex3_slip(name, check)]
+        for attn, what in _EX3_BROKEN[name]:
+            verdict = _ex3_verdict(check, attn)
+            if isinstance(verdict, str):
+                return [f"{name} on {what} {verdict}"]
+            if verdict:
+                return [f"{name} returned True for {what}: a check must fail on a broken "
+                        "matrix, or it catches nothing."]
+    except NotImplementedError as err:
+        return [f"{name} is not written yet ({err})."]
+    return []
+
+
+def _ex3_slip(name, check):
+    """Why a check fails a correct matrix, when a usual slip explains it."""
+    if name == "rows_sum_to_one":
+        if _ex3_verdict(check, _EX3_DYADIC) is True:
+            return ("It passes rows that sum to exactly 1, so it compares with 1 exactly: a sum "
+                    "of floats is 1 only up to rounding: compare with a tolerance (as "
+                    "np.allclose does), not with == 1.")
+        return "A correct matrix must pass: each row sums to 1 up to rounding."
+    below = _ex3_verdict(check, _EX3_PAST_ZERO)
+    on_and_below = _ex3_verdict(check, _EX3_ON_AND_BELOW_ZERO)
+    slips = []
+    if below is True or on_and_below is True:
+        slips.append("It looks below the diagonal (the past): the future is above it, j > t.")
+    if _ex3_verdict(check, _EX3_ON_AND_ABOVE_ZERO) is True or (
+            on_and_below is True and below is False):
+        slips.append("It wants a zero diagonal, but the diagonal may hold weight: each query "
+                     "attends to itself; only the weights strictly above it must be 0.")
+    return " ".join(slips) or ("A correct causal matrix must pass: only the weights strictly "
+                               "above the diagonal must be 0.")
+
+
+_report("Exercise 3(c)", _ex3_check_problems("rows_sum_to_one")
+        + _ex3_check_problems("future_is_zero"))
+
+# %% [markdown]
+# With your three functions written, the cell below does what the lesson does: it runs your
+# `attention` on a random causal example and applies your two checks to the weights.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_verify", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def _verify_causal_example():
+    rng = np.random.default_rng(0)
+    T, d_k, d_v = 6, 8, 8
+    Q, K, V = rng.normal(size=(T, d_k)), rng.normal(size=(T, d_k)), rng.normal(size=(T, d_v))
+    try:
+        out, attn = attention(Q, K, V, mask=causal_mask(T))  # (T, d_v), (T, T)
+        facts = {"rows_sum_to_one(attn)": rows_sum_to_one(attn),
+                 "future_is_zero(attn)": future_is_zero(attn)}
+    except NotImplementedError as err:
+        print(f"Not yet: {err}. Finish Exercise 3 and run this cell again.")
+        return
+    except Exception as err:
+        print(f"Your code raised {type(err).__name__}: {err}")
+        return
+    print(f"A random causal example, T = {T}: out has shape {np.shape(out)}.")
+    for call, verdict in facts.items():
+        print(f"  {call:<22} -> {verdict}")
+    if all(verdict is True or verdict is np.True_ for verdict in facts.values()):
+        print("Both structural facts hold.")
+    else:
+        print("A fact does not hold: your attention or your check is wrong (the self-checks "
+              "above say which).")
+
+
+_verify_causal_example()
 
 # %% nbgrader={"grade": true, "grade_id": "ex3_autograded", "locked": true, "points": 11, "schema_version": 3, "solution": false, "task": false}
 # Exercise 3 is graded by the kit's autograder when you submit (11 points).
