@@ -22,6 +22,12 @@ cannot silently vanish (`python tests/test_tolerances.py` prints them).
   5.8e-6, 5.8e-3 of the tolerance); a softmax without max subtraction gives inf or NaN.
 - `HAND`, exercise 1: numbers rounded or truncated to three decimals (0.669 and 0.670 for
   0.6698); the closest slip, scores divided by d_k, moves the weights by 47 times that.
+- `BLOCKWISE_MEMORY`, exercise 4: the peak memory `attention_blockwise` may allocate in one
+  call at T = 2048 (d_k = d_v = 16, block = 64), as tracemalloc measures it in the sandbox: a
+  quarter of one T x T float64 matrix, 8 MiB. Blockwise code in the styles of the corpus
+  peaks at 4.6 MiB (all queries against one block of keys: a few (T, 64) arrays) or under
+  1 MiB (tiles, one query at a time); the (T, T) scores alone are 32 MiB, four times the
+  limit, and a full causal mask built from np.ones((T, T)) eight times.
 - `significant_figures`, exercise 2: one unit in the third significant figure (rounded or
   truncated); a forward difference with step 1e-2 (3.369e-4 for 3.352e-4) is 1.7 units off
   and fails, as three significant figures require.
@@ -54,6 +60,8 @@ class Tolerance:
 
 
 FLOAT_RESULTS = Tolerance(rtol=1e-4, atol=1e-4)
+BLOCKWISE_MEMORY_T = 2048  # n = m = T in exercise 4's memory test
+BLOCKWISE_MEMORY = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T * 8 // 4  # bytes: 8 MiB
 LARGE_SCORES = Tolerance(rtol=1e-3, atol=1e-3)
 HAND = 1e-3 + 1e-12  # the 1e-12 absorbs the binary representation of 0.669 - 0.6698
 # Exercise 1's later steps judged against the student's own earlier numbers (error carried

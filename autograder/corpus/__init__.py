@@ -6,6 +6,10 @@ expected score and diagnoses per exercise, and for correct and mistake cases the
 of tests it fails (a misconception costs only the tests it really breaks); the kit's tests
 grade every case and compare, and the demo can grade them as "typical mistakes".
 
+Exercise 4 is optional: a case without `attention_blockwise` expects 0 there, no diagnosis
+and every ex4 test failed, and full marks (`expected_score`) still; the cases that attempt it
+state its score like any other (`expected_extra_credit`).
+
     from autograder.corpus import cases
     for case in cases():
         case.name, case.source, case.expected_score, case.expected_diagnoses, case.fails
@@ -17,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.corpus import pieces as p
+from autograder.exercises import EXERCISES
 
-FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0}
+FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0, "ex4": 4.0}
+REQUIRED = {ex: points for ex, points in FULL.items() if not EXERCISES[ex].extra_credit}
 CHECKS = (p.ROWS_SUM_ALLCLOSE, p.FUTURE_TRIU)  # exercise 3(c), right
 CORRECT_EX1, CORRECT_EX2, CORRECT_EX3 = (
     (p.EX1_ROUNDED,),
@@ -53,6 +59,14 @@ CAUSAL_MASK = ("causal_mask_hides_strictly_the_future",)
 ATTENTION = VALUES + PROPERTIES  # every test that calls attention: 7.5 points
 ROWS_CHECK = ("rows_sum_to_one_passes_attention_and_fails_broken_rows",)  # 1 point
 FUTURE_CHECK = ("future_is_zero_passes_causal_attention_and_fails_any_leak",)  # 1 point
+BLOCKWISE_VALUES = ("blockwise_matches_attention_without_mask",  # 0.75
+                    "blockwise_matches_attention_with_causal_mask",  # 0.75
+                    "blockwise_matches_attention_in_float32",  # 0.5
+                    "blockwise_matches_attention_for_any_block_size")  # 0.5
+BLOCKWISE_CAUSAL = BLOCKWISE_VALUES[1:2]
+BLOCKWISE_STABLE = ("blockwise_is_stable_at_large_scores",)  # 0.5
+BLOCKWISE_MEMORY = ("blockwise_memory_stays_far_below_one_score_matrix",)  # 1
+BLOCKWISE_ALL = BLOCKWISE_VALUES + BLOCKWISE_STABLE + BLOCKWISE_MEMORY  # 4 points
 
 
 @dataclass(frozen=True)
@@ -67,13 +81,22 @@ class Case:
     fails: dict[str, tuple[str, ...]] | None = None
 
     @property
+    def attempts_ex4(self) -> bool:
+        return _attempts_ex4(self.parts)
+
+    @property
     def source(self) -> str:
         """The submission as a `.py` file."""
         return "\n".join(part.strip("\n") + "\n" for part in (p.IMPORTS, *self.parts))
 
     @property
     def expected_score(self) -> float:
-        return sum(self.scores.values())
+        """The report's `score`: the required exercises only."""
+        return sum(v for ex, v in self.scores.items() if not EXERCISES[ex].extra_credit)
+
+    @property
+    def expected_extra_credit(self) -> float:
+        return sum(v for ex, v in self.scores.items() if EXERCISES[ex].extra_credit)
 
     @property
     def expected_diagnoses(self) -> dict[str, list[str]]:
@@ -85,7 +108,8 @@ class Case:
         """Exercise -> the set of tests it fails, or None when the case does not pin them."""
         if self.fails is None:
             return None
-        return {ex: set(self.fails.get(ex, ())) for ex in FULL}
+        unattempted = {} if self.attempts_ex4 else {"ex4": set(BLOCKWISE_ALL)}
+        return {ex: set(self.fails.get(ex, ())) for ex in FULL} | unattempted
 
     def write(self, folder: Path | str) -> Path:
         path = Path(folder) / f"{self.name}.py"
@@ -93,18 +117,30 @@ class Case:
         return path
 
 
+def _attempts_ex4(parts) -> bool:
+    """Whether the parts write attention_blockwise (the release's stub is no attempt)."""
+    return any("def attention_blockwise" in part and "NotImplementedError" not in part
+               for part in parts)
+
+
+def _full(parts) -> dict[str, float]:
+    """Every point, but none for the optional exercise 4 unless the parts attempt it."""
+    return FULL if _attempts_ex4(parts) else {**FULL, "ex4": 0.0}
+
+
 def _correct(name, description, *parts):
-    return Case(name, "correct", description, parts, fails={})
+    return Case(name, "correct", description, parts, _full(parts), fails={})
 
 
 def _mistake(name, description, *parts, lose: dict[str, float], codes: dict[str, tuple],
              fails: dict[str, tuple]):
-    scores = {ex: FULL[ex] - lose.get(ex, 0.0) for ex in FULL}
+    scores = {ex: points - lose.get(ex, 0.0) for ex, points in _full(parts).items()}
     return Case(name, "mistake", description, parts, scores, codes, fails)
 
 
 def _hostile(name, description, *parts, scores=None, codes=None):
-    return Case(name, "hostile", description, parts, {**FULL, **(scores or {})}, codes or {})
+    return Case(name, "hostile", description, parts, {**_full(parts), **(scores or {})},
+                codes or {})
 
 
 def _with_ex3(*ex3_parts, checks=CHECKS):
@@ -122,6 +158,14 @@ def _ex3_check_mistake(name, description, rows_check, future_check, fails, *code
                     lose={"ex3": 1}, codes={"ex3": codes}, fails={"ex3": fails})
 
 
+def _ex4_mistake(name, description, blockwise, fails, *codes):
+    lose = sum({**dict.fromkeys(BLOCKWISE_VALUES[:2], 0.75),
+                **dict.fromkeys(BLOCKWISE_VALUES[2:] + BLOCKWISE_STABLE, 0.5),
+                BLOCKWISE_MEMORY[0]: 1.0}[test] for test in fails)
+    return _mistake(name, description, *_with_ex3(*CORRECT_EX3[:2]), blockwise,
+                    lose={"ex4": lose}, codes={"ex4": codes}, fails={"ex4": fails})
+
+
 def cases() -> list[Case]:
     """Every case of the corpus, correct ones first."""
     return [
@@ -130,15 +174,15 @@ def cases() -> list[Case]:
                  p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("numpy-computed", "every number computed with numpy, np.where masking",
                  p.EX1_COMPUTED, p.SOFTMAX_STABLE, p.EX2_COMPUTED, p.ATTENTION_WHERE,
-                 p.CAUSAL_MASK_TRIU, p.ROWS_SUM_ISCLOSE, p.FUTURE_MASKED),
+                 p.CAUSAL_MASK_TRIU, p.ROWS_SUM_ISCLOSE, p.FUTURE_MASKED, p.BLOCKWISE_KEYS),
         _correct("plain-loops", "plain Python loops and lists, no numpy in the answers",
                  p.EX1_ROUNDED, p.SOFTMAX_LOOPS, p.EX2_ROUNDED, p.ATTENTION_LOOPS,
-                 p.CAUSAL_MASK_LOOPS, p.ROWS_SUM_LOOPS, p.FUTURE_LOOPS),
+                 p.CAUSAL_MASK_LOOPS, p.ROWS_SUM_LOOPS, p.FUTURE_LOOPS, p.BLOCKWISE_TILES),
         _correct("noisy", "correct, but prints, warns and divides by zero along the way",
                  p.NOISY, *_with_ex3(p.ATTENTION_LESSON, p.CAUSAL_MASK_TRIU)),
         _correct("float32", "float32 throughout softmax and attention, a -1e9 fill",
                  p.EX1_ROUNDED, p.SOFTMAX_FLOAT32, p.EX2_COMPUTED, p.ATTENTION_FLOAT32,
-                 p.CAUSAL_MASK_TRIU, *CHECKS),
+                 p.CAUSAL_MASK_TRIU, *CHECKS, p.BLOCKWISE_FLOAT32),
         _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill",
                  p.EX1_COMPUTED, p.SOFTMAX_EPSILON, p.EX2_COMPUTED, p.ATTENTION_FINFO_MIN,
                  p.CAUSAL_MASK_TRIU, *CHECKS),
@@ -279,6 +323,27 @@ def cases() -> list[Case]:
                  *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU, checks=()),
                  lose={"ex3": 2}, codes={"ex3": ("missing-name",)},
                  fails={"ex3": ROWS_CHECK + FUTURE_CHECK}),
+        # -- exercise 4 (extra credit): a mistake costs only the tests it breaks, never more
+        # than exercise 4's own points, and the required exercises keep all of theirs
+        _ex4_mistake("ex4-no-rescale", "running maximum updated, old sums never rescaled",
+                     p.BLOCKWISE_NO_RESCALE, BLOCKWISE_VALUES, "blockwise-no-rescale"),
+        _ex4_mistake("ex4-per-block-normaliser", "the running output divided by the total at "
+                     "every block", p.BLOCKWISE_PER_BLOCK_NORMALISER, BLOCKWISE_VALUES,
+                     "blockwise-per-block-normaliser"),
+        _ex4_mistake("ex4-causal-off-by-one", "key j hidden when j >= t: a query misses itself",
+                     p.BLOCKWISE_CAUSAL_OFF_BY_ONE, BLOCKWISE_CAUSAL,
+                     "blockwise-causal-off-by-one"),
+        _ex4_mistake("ex4-causal-ignored", "causal=True changes nothing",
+                     p.BLOCKWISE_CAUSAL_IGNORED, BLOCKWISE_CAUSAL, "mask-ignored"),
+        _ex4_mistake("ex4-unstable", "no running maximum at all: exp of the raw scores",
+                     p.BLOCKWISE_UNSTABLE, BLOCKWISE_STABLE, "unstable-softmax"),
+        _ex4_mistake("ex4-full-matrix", "right values from the whole (n, m) score matrix",
+                     p.BLOCKWISE_FULL_MATRIX, BLOCKWISE_MEMORY, "blockwise-quadratic-memory"),
+        _ex4_mistake("ex4-full-causal-mask", "blocks of keys, but the whole (n, m) mask first",
+                     p.BLOCKWISE_FULL_CAUSAL_MASK, BLOCKWISE_MEMORY,
+                     "blockwise-quadratic-memory"),
+        _correct("ex4-stub-left", "the release's stub for the optional exercise: no extra "
+                 "credit, nothing lost", *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_STUB),
         # -- modules the grader does not have
         _mistake("scipy-without-scipy", "correct with scipy.special.softmax; no scipy here",
                  *CORRECT_EX1, p.SOFTMAX_SCIPY, p.EX2_COMPUTED, p.ATTENTION_SCIPY,
@@ -288,8 +353,8 @@ def cases() -> list[Case]:
                  fails={"ex2": EX2_SOFTMAX + EX2_NUMBERS, "ex3": ATTENTION}),
         # -- the whole file
         _mistake("syntax-error", "a missing colon: the file does not parse",
-                 *_with_ex3(p.ATTENTION_WHERE, p.SYNTAX_ERROR), lose=FULL,
-                 codes={ex: ("missing-name", "syntax-error") for ex in FULL},
+                 *_with_ex3(p.ATTENTION_WHERE, p.SYNTAX_ERROR), lose=REQUIRED,
+                 codes={ex: ("missing-name", "syntax-error") for ex in REQUIRED},
                  fails={"ex1": ("scores", "weights", "output"), "ex2": EX2_SOFTMAX + EX2_NUMBERS,
                         "ex3": CAUSAL_MASK + ATTENTION + ROWS_CHECK + FUTURE_CHECK}),
         # -- hostile

@@ -35,6 +35,15 @@ CODES: dict[str, str] = {
     "check-lower-triangle": "future_is_zero checks below the diagonal (the past) instead of "
                             "above it",
     "check-diagonal": "future_is_zero also requires the diagonal to be zero",
+    "blockwise-no-rescale": "attention_blockwise does not rescale the sums already "
+                            "accumulated when the running maximum grows",
+    "blockwise-per-block-normaliser": "attention_blockwise normalises each block's weights "
+                                      "on their own instead of once by the total over all "
+                                      "keys",
+    "blockwise-causal-off-by-one": "attention_blockwise's causal boundary is off by one (a "
+                                   "query misses its own key, or sees the next one)",
+    "blockwise-quadratic-memory": "attention_blockwise holds a whole (T, T) array at once "
+                                  "(scores, weights or the causal mask)",
     "missing-name": "a required name is not defined",
     "syntax-error": "the submission does not parse",
     "crashed": "the code raised an exception or its process died",

@@ -57,7 +57,11 @@ def diagnosis_line(code: str) -> str:
 def exercise_text(exercise: str, result: dict) -> str:
     """The plain-text message shown under a graded cell (its stdout)."""
     title = exercise_heading(exercise)
-    lines = [f"{title}: {_points(result['score'])} / {_points(result['max_score'])} points"]
+    if result.get("attempted") is False:
+        return f"{title}: not attempted. It is optional extra credit, and costs nothing.\n"
+    extra = " of extra credit" if result.get("extra_credit") else ""
+    lines = [f"{title}: {_points(result['score'])} / {_points(result['max_score'])} points"
+             + extra]
     diagnoses = result.get("diagnoses") or []
     if diagnoses:
         lines.append("What the grader noticed:")
@@ -82,8 +86,11 @@ def summary_markdown(report: dict, pending: list[tuple[str, float]]) -> str:
     for exercise, result in (report.get("exercises") or {}).items():
         title = html.escape(exercise_heading(exercise))
         noticed = "<br>".join(html.escape(diagnosis_line(c)) for c in result.get("diagnoses") or [])
-        rows.append(f"<tr>{cell}{title}</td>{cell}{_points(result['score'])} / "
-                    f"{_points(result['max_score'])}</td>{cell}{noticed or '—'}</td></tr>")
+        score = f"{_points(result['score'])} / {_points(result['max_score'])}"
+        if result.get("extra_credit"):
+            score = ("not attempted (optional)" if result.get("attempted") is False
+                     else f"{score} extra credit")
+        rows.append(f"<tr>{cell}{title}</td>{cell}{score}</td>{cell}{noticed or '—'}</td></tr>")
     for name, points in pending:
         rows.append(f"<tr>{cell}{html.escape(name)} (written answer)</td>{cell}pending / "
                     f"{_points(points)}</td>{cell}graded by hand, not yet marked</td></tr>")
@@ -96,6 +103,9 @@ def summary_markdown(report: dict, pending: list[tuple[str, float]]) -> str:
         "",
         f"**Automatically graded: {_points(report['score'])} / {_points(report['max_score'])}.**",
     ]
+    if report.get("extra_credit"):
+        lines.append(f"Plus {_points(report['extra_credit'])} points of extra credit, added "
+                     "on top of your grade.")
     if pending:
         total = sum(points for _, points in pending)
         lines.append(f"Written answers worth {_points(total)} points are still to be graded "

@@ -25,7 +25,9 @@
 # 2. see why the scores are divided by $\sqrt{d_k}$, in numbers and in gradients
 #    (**Exercise 2**, 6 points + 2 points for a written answer),
 # 3. implement attention with a causal mask, write two checks of the weights it produces, and
-#    look at them (**Exercise 3**, 11 points).
+#    look at them (**Exercise 3**, 11 points),
+# 4. optionally, compute attention block by block without ever building the weight matrix
+#    (**Exercise 4**, up to 4 points of extra credit, which can only add to your grade).
 #
 # **How this notebook works.** Write your answers in the cells that say `YOUR CODE HERE` or
 # `YOUR ANSWER HERE`. After each part there is a *self-check* cell: run it for a quick,
@@ -37,6 +39,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import sys
+import tracemalloc  # Exercise 4's self-check measures memory the way the grader does
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -985,6 +988,205 @@ _show_attention_memory()
 # on-chip memory, keeping a running softmax so that the full $T \times T$ matrix is never
 # written out. The arithmetic is still $O(T^2 d)$; linear-attention variants change the
 # operation itself to avoid it.
+
+# %% [markdown]
+# ---
+# ## Exercise 4: blockwise attention, online softmax (optional, 4 points extra credit)
 #
+# *Optional.* What you earn here is **extra credit**: it is added on top of your grade and can
+# never lower it, and leaving this exercise alone costs nothing.
+#
+# Blockwise attention keeps only one block of the weights at a time. With blocks of 64 keys:
+#
+# | $T$ | one $(T, T)$ float32 matrix | one $(T, 64)$ block of it |
+# |---:|---:|---:|
+# | 1,024 | 4 MiB | 256 KiB |
+# | 4,096 | 64 MiB | 1 MiB |
+# | 16,384 | 1 GiB | 4 MiB |
+# | 65,536 | 16 GiB | 16 MiB |
+#
+# The trick is an **online softmax**. Take the keys `block` at a time and keep, for every
+# query, three running quantities: the largest score seen so far $m$, the sum of the weights
+# so far $\ell = \sum_j e^{s_j - m}$, and the weighted sum of the values so far
+# $a = \sum_j e^{s_j - m} v_j$. Start from $m = -\infty$, $\ell = 0$, $a = 0$; for each block,
+# with its scaled scores $s_j$,
+#
+# $$m' = \max\big(m, \max_j s_j\big), \qquad
+#   \ell \leftarrow e^{m - m'} \ell + \sum_j e^{s_j - m'}, \qquad
+#   a \leftarrow e^{m - m'} a + \sum_j e^{s_j - m'} v_j, \qquad m \leftarrow m',$$
+#
+# and after the last block, $\text{out} = a / \ell$. The factor $e^{m - m'}$ moves what was
+# summed under the old maximum onto the new one (it is 1 when the maximum did not grow), and
+# the division by $\ell$ happens once, at the end.
+#
+# Write `attention_blockwise(Q, K, V, causal=False, block=64)` that returns `out`, shape
+# `(n, d_v)`: the same as `attention(Q, K, V)[0]`, or with `causal=True` (where $n = m$) the
+# same as `attention(Q, K, V, mask=causal_mask(T))[0]`. There is no `attn` to return: the point
+# is never to build an $(n, m)$ array, neither the scores nor the weights nor a mask. `block`
+# need not divide the number of keys. When graded, your function runs at $T = 2048$ and the
+# memory it allocates is measured: it must stay below a quarter of one $T \times T$ float64
+# matrix (8 MiB).
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_attention_blockwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    """out of attention(Q, K, V) (causal: with the causal mask), keys taken block by block."""
+    ### BEGIN SOLUTION
+    n, m = Q.shape[0], K.shape[0]
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    running_max = np.full(n, -np.inf)  # (n,): the largest score seen so far, per query
+    total = np.zeros(n)  # (n,): sum of exp(score - running_max) so far
+    acc = np.zeros((n, V.shape[-1]))  # (n, d_v): sum of exp(score - running_max) * value
+    queries = np.arange(n)[:, None]  # (n, 1): query positions, for the causal mask
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        scores = Q @ K[start:stop].T * scale  # (n, d_k) @ (d_k, b) -> (n, b)
+        if causal:  # hide the keys after each query
+            future = np.arange(start, stop)[None, :] > queries  # (n, b): key after query
+            scores = np.where(future, -np.inf, scores)  # (n, b)
+        new_max = np.maximum(running_max, scores.max(axis=-1))  # (n,)
+        rescale = np.exp(running_max - new_max)  # (n,): 0 at the first block
+        weights = np.exp(scores - new_max[:, None])  # (n, b): each at most 1
+        total = total * rescale + weights.sum(axis=-1)  # (n,)
+        acc = acc * rescale[:, None] + weights @ V[start:stop]  # (n, b) @ (b, d_v) -> (n, d_v)
+        running_max = new_max
+    return acc / total[:, None]  # (n, d_v): normalised once, at the end
+    ### END SOLUTION
+
+
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex4_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 4: your function against itself (any block size must give the same
+# answer), the lesson's numbers, the causal boundary, large scores and memory at T = 2048.
+
+def _ex4_out(*args, **kwargs):
+    """attention_blockwise's answer as a float array, or a string saying what is wrong."""
+    result = attention_blockwise(*args, **kwargs)
+    if isinstance(result, (tuple, list)):
+        return "attention_blockwise should return out alone, not a pair: there is no attn."
+    try:
+        return np.asarray(result, dtype=float)
+    except (TypeError, ValueError):
+        return "attention_blockwise should return an array of numbers."
+
+
+def _ex4_problems():
+    if "attention_blockwise" not in globals():
+        return ["attention_blockwise is not defined: run the cell above first."]
+    rng = np.random.default_rng(11)
+    n, m, d_k, d_v = 5, 11, 4, 3
+    Q, K, V = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
+    try:
+        one_block = _ex4_out(Q, K, V, block=m)  # (n, d_v): every key in one block
+        answers = {block: _ex4_out(Q, K, V, block=block) for block in (1, 3, 5)}
+    except NotImplementedError as err:
+        return [f"attention_blockwise is not written yet ({err})."]
+    except Exception as err:
+        return [f"attention_blockwise raised {type(err).__name__}: {err}"]
+    for answer in (one_block, *answers.values()):
+        if isinstance(answer, str):
+            return [answer]
+        if answer.shape != (n, d_v):
+            return [f"out should have shape (n, d_v) = ({n}, {d_v}); got {answer.shape}."]
+    for block, answer in answers.items():
+        if not np.allclose(answer, one_block, rtol=1e-5, atol=1e-8):
+            return [f"with block = {block} your answer differs from your own answer with every "
+                    "key in one block: when the running maximum grows, rescale both running "
+                    "sums by exp(m - m'), and divide by the total only once, at the end."]
+    return (_ex4_lesson_problems() + _ex4_causal_problems() + _ex4_large_score_problems(Q, K, V)
+            + _ex4_memory_problems())
+
+
+def _ex4_lesson_problems():
+    """d_k = 64, raw scores (0, 8), one key per block: the larger key's weight is 0.731."""
+    q = np.zeros((1, 64))  # (1, d_k)
+    q[0, 0] = 8.0
+    keys = np.zeros((2, 64))  # (2, d_k): q.k1 = 0, q.k2 = 8, so the maximum grows
+    keys[1, 0] = 1.0
+    weights = _ex4_out(q, keys, np.eye(2), block=1)  # (1, 2): with V = I, out is the weights
+    if isinstance(weights, str) or weights.shape != (1, 2):
+        return []
+    if abs(weights[0, 1] - 0.9997) < 1e-4:
+        return ["with d_k = 64 and raw scores (0, 8) the second key's weight is 0.9997, the "
+                "unscaled value: divide the scores by sqrt(d_k)."]
+    if not abs(weights[0, 1] - 0.731) <= 1e-3:
+        return [f"with d_k = 64, raw scores (0, 8) and block = 1, the second key's weight is "
+                f"{weights[0, 1]:.4f}; the lesson gives 0.731."]
+    return []
+
+
+def _ex4_causal_problems():
+    """With V the identity the output is the weight matrix: which keys does each query see?"""
+    T = 9
+    rng = np.random.default_rng(12)
+    Q, K = rng.normal(size=(T, 3)), rng.normal(size=(T, 3))  # (T, 3) each
+    try:
+        with np.errstate(all="ignore"):
+            weights = _ex4_out(Q, K, np.eye(T), causal=True, block=4)  # (T, T)
+    except Exception as err:
+        return [f"attention_blockwise with causal=True raised {type(err).__name__}: {err}"]
+    if isinstance(weights, str) or weights.shape != (T, T):
+        return []
+    with np.errstate(invalid="ignore"):
+        seen = np.isfinite(weights) & (np.abs(weights) > 1e-12)  # (T, T)
+    last = [int(row.sum()) - 1 if row[:int(row.sum())].all() else None for row in seen]
+    if all(t == T - 1 for t in last):
+        return ["with causal=True every query sees every key: hide the keys after it (j > t)."]
+    if None not in last and last != list(range(T)):
+        if all(abs(e - t) <= 1 for t, e in enumerate(last)):
+            return ["with causal=True the boundary is off by one: query t must see keys 0 to t, "
+                    "itself included, and not key t + 1 (look where a block meets the diagonal)."]
+        return ["with causal=True query t must see exactly keys 0 to t."]
+    if None in last:
+        return ["with causal=True query t must see exactly keys 0 to t."]
+    return []
+
+
+def _ex4_large_score_problems(Q, K, V):
+    shift = np.full((Q.shape[0], 1), 40.0), np.full((K.shape[0], 1), 40.0)
+    try:
+        with np.errstate(all="ignore"):
+            large = _ex4_out(np.hstack([Q, shift[0]]), np.hstack([K, shift[1]]), V, block=3)
+    except Exception as err:
+        return [f"attention_blockwise with scores near 800 raised {type(err).__name__}: {err}"]
+    if not isinstance(large, str) and not np.all(np.isfinite(large)):
+        return ["with scores near 800 your output contains inf or NaN: exp overflowed. Subtract "
+                "the running maximum before calling np.exp."]
+    return []
+
+
+def _ex4_memory_problems():
+    """Peak memory of one call at T = 2048, measured the way the grader measures it."""
+    T, limit = 2048, 2048 * 2048 * 8 // 4  # a quarter of one (T, T) float64 matrix: 8 MiB
+    rng = np.random.default_rng(13)
+    Q, K, V = (rng.normal(size=(T, 16)) for _ in range(3))  # (T, 16) each
+    for causal in (False, True):
+        tracing = tracemalloc.is_tracing()
+        if not tracing:
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        try:
+            with np.errstate(all="ignore"):
+                attention_blockwise(Q, K, V, causal=causal, block=64)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        except Exception as err:
+            return [f"attention_blockwise at T = {T} raised {type(err).__name__}: {err}"]
+        finally:
+            if not tracing:
+                tracemalloc.stop()
+        if peak > limit:
+            return [f"at T = {T} (causal={causal}) your function allocated {peak / 2**20:.1f} MiB "
+                    f"at once, more than {limit // 2**20} MiB: it holds a whole (T, T) array "
+                    "(scores, weights or mask). Keep one block at a time."]
+    return []
+
+
+_report("Exercise 4", _ex4_problems())
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_autograded", "locked": true, "points": 0, "schema_version": 3, "solution": false, "task": false}
+# Exercise 4 is optional: what it earns is recorded as extra credit when you submit.
+print("Exercise 4 is graded when you submit, as extra credit; the self-check above is only a "
+      "first look.")
+
+# %% [markdown]
 # **Next:** multi-head attention runs $h$ of these attention heads in parallel, each with its
 # own projections, so that different heads can attend to different representation subspaces.
