@@ -90,6 +90,7 @@ def test_three_decimals_accepts_exercise_1_rounded_or_cut():
 def test_answer_key_earns_every_point_with_no_diagnosis(answer_key_report):
     report = answer_key_report
     assert (report["score"], report["max_score"]) == (20.0, 20.0)
+    assert report["extra_credit"] == EXTRA_CREDIT == 4.0  # exercise 4 included
     for key, exercise in report["exercises"].items():
         assert exercise["score"] == exercise["max_score"] == EXERCISES[key].max_score
         assert exercise["diagnoses"] == []

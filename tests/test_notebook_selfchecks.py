@@ -324,6 +324,59 @@ def test_ex3_checks_self_check_reports_the_release_stubs(cells):
 def test_self_checks_report_undefined_names_instead_of_crashing(cells):
     for grade_id in ("ex1_selfcheck", "ex2_selfcheck_softmax", "ex2_selfcheck_numbers",
                      "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask",
-                     "ex3_selfcheck_checks"):
+                     "ex3_selfcheck_checks", "ex4_selfcheck"):
         said = run_self_check(cells, grade_id)
         assert "is not defined: run the" in said
+
+
+# --- Exercise 4 --------------------------------------------------------------------------------
+
+def blockwise(piece: str):
+    """attention_blockwise as a corpus piece defines it."""
+    namespace = {"np": np}
+    exec(piece, namespace)
+    return namespace["attention_blockwise"]
+
+
+@pytest.mark.parametrize("piece, message", [
+    ("BLOCKWISE_KEYS", CLEAN),
+    ("BLOCKWISE_TILES", CLEAN),
+    ("BLOCKWISE_FLOAT32", CLEAN),
+    ("BLOCKWISE_NO_RESCALE", "your answer differs from your own answer with every key in one"),
+    ("BLOCKWISE_PER_BLOCK_NORMALISER", "divide by the total only once, at the end"),
+    ("BLOCKWISE_CAUSAL_OFF_BY_ONE", "with causal=True the boundary is off by one"),
+    ("BLOCKWISE_CAUSAL_IGNORED", "with causal=True every query sees every key"),
+    ("BLOCKWISE_UNSTABLE", "with scores near 800 your output contains inf or NaN"),
+    ("BLOCKWISE_FULL_MATRIX", "it holds a whole (T, T) array"),
+    ("BLOCKWISE_FULL_CAUSAL_MASK", "it holds a whole (T, T) array"),
+])
+def test_ex4_self_check_names_the_mistake(cells, piece, message):
+    from autograder.corpus import pieces
+
+    said = run_self_check(cells, "ex4_selfcheck",
+                          attention_blockwise=blockwise(getattr(pieces, piece)))
+    assert message in said, said
+    if message != CLEAN:
+        assert CLEAN not in said
+
+
+def test_ex4_self_check_reports_the_release_stub_and_a_pair(cells):
+    from autograder.corpus import pieces
+
+    said = run_self_check(cells, "ex4_selfcheck", attention_blockwise=not_written)
+    assert "attention_blockwise is not written yet" in said
+    right = blockwise(pieces.BLOCKWISE_KEYS)
+
+    def pair(Q, K, V, causal=False, block=64):
+        return right(Q, K, V, causal=causal, block=block), None
+
+    assert "not a pair" in run_self_check(cells, "ex4_selfcheck", attention_blockwise=pair)
+
+
+def test_ex4_self_check_leaves_tracemalloc_as_it_found_it(cells):
+    import tracemalloc
+
+    from autograder.corpus import pieces
+
+    run_self_check(cells, "ex4_selfcheck", attention_blockwise=blockwise(pieces.BLOCKWISE_KEYS))
+    assert not tracemalloc.is_tracing()

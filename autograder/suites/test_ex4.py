@@ -74,7 +74,9 @@ MEMORY_LIMIT_BYTES = BLOCKWISE_MEMORY
 
 
 def expected_output(Q, K, V, causal):
-    """The two references' out; they agree to rounding (tests/test_ref_flash.py)."""
+    """The two references' out, in float64 whatever the inputs' type (float32 inputs hold
+    exact float64 values); they agree to rounding (tests/test_ref_flash.py)."""
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     mask = sdpa_ref.causal_mask(Q.shape[0]) if causal else None
     return (sdpa_ref.attention(Q, K, V, mask)[0],  # (n, d_v)
             sdpa_ref.flash_attention(Q, K, V, causal=causal, block_q=3, block_k=4))  # (n, d_v)
