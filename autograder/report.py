@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+
 from autograder.diagnoses.codes import CODES
 from autograder.diagnoses.failures import cell_exercises
 from autograder.exercises import EXERCISES
 
 OUTPUT_LIMIT = 4000  # characters of the student's own output kept in the report
+CELL_OUTPUT_LIMIT = 2000  # characters of one cell's output kept in "outputs"
+CELL_OUTPUTS_LIMIT = 16_000  # characters of all cells' outputs kept in "outputs"
 
 
 def build_report(
@@ -15,6 +19,7 @@ def build_report(
 ) -> dict:
     """Scores per test and exercise, diagnoses, and the cells that failed to run."""
     failed_cells = _failed_cells(cells, outcomes)
+    by_label = {cell.label: cell for cell in cells}
     exercises = {}
     for key, exercise in EXERCISES.items():
         own = [r for r in results if r.exercise == key]
@@ -39,16 +44,47 @@ def build_report(
         "score": _points(sum(ex["score"] for ex in exercises.values())),
         "max_score": _points(sum(ex.max_score for ex in EXERCISES.values())),
         "exercises": exercises,
-        # Cells that did not run cleanly, each once, in notebook order.
-        "cells": [{"cell": o.label, "status": o.status, "error": o.error}
+        # Cells that did not run cleanly, each once, in notebook order, with the exercises
+        # they belong to (none for a cell of the kit's or one that names no exercise).
+        "cells": [{"cell": o.label, "status": o.status, "error": o.error,
+                   "exercises": sorted(cell_exercises(by_label[o.label]))
+                   if o.label in by_label else []}
                   for o in outcomes if o.status != "ok"],
         "output": output[:OUTPUT_LIMIT],
+        "outputs": cell_outputs(cells, outcomes),
         "warnings": list(warnings),
     }
     kit_errors = [f"{r.exercise}/{r.name}: {r.kit_error}" for r in results if r.kit_error]
     if kit_errors:
         report["kit_errors"] = kit_errors
     return report
+
+
+def cell_outputs(cells, outcomes) -> list[dict]:
+    """What each cell printed and drew when it ran, in notebook order (cells with nothing to
+    show left out): its label, its index in the notebook (None for a .py file), its text
+    (truncated) and its figures as base64 PNG (checked by the sandbox: `sandbox.images`)."""
+    by_label = {cell.label: cell for cell in cells}
+    shown, budget = [], CELL_OUTPUTS_LIMIT
+    for outcome in outcomes:
+        images = list(getattr(outcome, "images", None) or [])
+        full = outcome.output or ""
+        keep = max(0, min(CELL_OUTPUT_LIMIT, budget))
+        text = full[:keep]
+        if len(full) > keep:
+            text += f"\n[... {len(full) - keep} more characters not shown]"
+        budget -= len(full[:keep])
+        if not full and not images:
+            continue
+        cell = by_label.get(outcome.label)
+        shown.append({
+            "cell": outcome.label,
+            "index": getattr(cell, "index", None),
+            "status": outcome.status,
+            "text": text,
+            "images": [base64.b64encode(png).decode("ascii") for png in images],
+        })
+    return shown
 
 
 def _points(value: float) -> float:

@@ -1,7 +1,8 @@
 """Diagnoses: the misconception behind each failed exercise, found by probing behaviour.
 
 `diagnose_submission` gives each exercise that lost points the codes of CONTRACT section 3
-that apply; an exercise with full marks gets none.
+that apply; an exercise with full marks gets none, except the codes of its own cells that
+did not run cleanly (`timeout`, `crashed`, ...: a cell that hung after defining its names).
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def diagnose_submission(
     for key in EXERCISES:
         failed = [r for r in results if r.exercise == key and not r.passed]
         if not failed:
-            diagnoses[key] = []
+            # Full marks, but a cell of the exercise hung, crashed or did not parse: said
+            # wherever the score shows, not hidden behind it.
+            diagnoses[key] = ordered(from_cells[key])
             continue
         codes = {code for r in failed for code in r.diagnoses} | from_cells[key]
         if forbidden_imports and codes & set(_CRASHES):

@@ -623,6 +623,9 @@ def _draw_causal_attention():
     ax.set_yticks(range(T))
     fig.colorbar(image, ax=ax, label="weight")
     plt.show()
+    # The same weights as numbers, for whoever cannot tell the colours apart.
+    print("The weights drawn above (row t: query position t; column j: key position j):")
+    print(np.array2string(attn, precision=2, suppress_small=True, floatmode="fixed"))
 
 
 _draw_causal_attention()
