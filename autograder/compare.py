@@ -95,7 +95,8 @@ def expect_close(
     if np.any(wrong):
         count = f"{int(wrong.sum())} of {wrong.size} values" if wrong.size > 1 else "the value"
         message = f"{what} is wrong: {count} differ from the expected result"
-        raise Mismatch(f"{message}. {hint[:1].upper()}{hint[1:]}" if hint else message)
+        # ": hint", not ". Hint": a hint may start with a name (`attn`), never capitalised
+        raise Mismatch(f"{message}: {hint}" if hint else message)
 
 
 def close(actual, expected, *, rtol: float = 1e-6, atol: float = 1e-9) -> bool:

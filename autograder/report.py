@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from autograder.diagnoses.codes import CODES
+from autograder.diagnoses.codes import WORDING, lesson_section
 from autograder.diagnoses.failures import cell_exercises
 from autograder.exercises import EXERCISES
 
@@ -47,6 +47,7 @@ def build_report(
         # Cells that did not run cleanly, each once, in notebook order, with the exercises
         # they belong to (none for a cell of the kit's or one that names no exercise).
         "cells": [{"cell": o.label, "status": o.status, "error": o.error,
+                   "index": getattr(by_label.get(o.label), "index", None),
                    "exercises": sorted(cell_exercises(by_label[o.label]))
                    if o.label in by_label else []}
                   for o in outcomes if o.status != "ok"],
@@ -134,7 +135,7 @@ def render_text(report: dict) -> str:
             points = _fmt(sum(t["max_score"] for t in tests))
             lines.append(f"       - {names} ({points} pt): {message}")
         for code in ex["diagnoses"]:
-            lines.append(f"       diagnosis {code}: {CODES.get(code, '')}")
+            lines.append(f"       diagnosis {code}: {_explained(code, key)}")
     lines.append("")
     lines.append(f"  {'total':<43} {_fmt(report['score']):>5} / {_fmt(report['max_score'])}")
     if report.get("cells"):
@@ -148,6 +149,15 @@ def render_text(report: dict) -> str:
     for error in report.get("kit_errors", []):
         lines.append(f"kit error (please report): {error}")
     return "\n".join(lines)
+
+
+def _explained(code: str, exercise: str) -> str:
+    """The code's one wording (`diagnoses.codes.WORDING`) and the lesson section to reread."""
+    wording = WORDING.get(code)
+    if wording is None:
+        return ""
+    section = lesson_section(code, exercise)
+    return wording.explanation + (f" (lesson: {section.title})" if section else "")
 
 
 def _fmt(points: float) -> str:

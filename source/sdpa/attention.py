@@ -229,7 +229,7 @@ def _ex2_softmax_problems():
         return [f"softmax of a 1-D array of 2 scores should have shape (2,); got {one_row.shape}."]
     problems = []
     if abs(one_row.sum() - 1.0) > 1e-6:
-        problems.append(f"softmax([8, 0]) sums to {one_row.sum():.4f}: divide by the sum of the "
+        problems.append(f"softmax([8, 0]) sums to {one_row.sum():.10g}: divide by the sum of the "
                         "exponentials.")
     for gap, lesson_value in ((8.0, 0.9997), (1.0, 0.731), (2.0, 0.881)):
         got = float(np.asarray(softmax(np.array([gap, 0.0])))[0])
@@ -253,7 +253,7 @@ def _ex2_softmax_problems():
         return problems + [f"softmax of a (3, 3) array should keep shape (3, 3); got {rows.shape}."]
     for i, total in enumerate(rows.sum(axis=-1)):
         if abs(total - 1.0) > 1e-6:
-            problems.append(f"row {i} of your softmax sums to {total:.2f}: did you normalise over "
+            problems.append(f"row {i} of your softmax sums to {total:.10g}: did you normalise over "
                             "the right axis? Each row (the last axis) should sum to 1.")
             break
     return problems
@@ -477,7 +477,7 @@ def _ex3_attention_problems():
     row_sums = attn.sum(axis=-1)  # (n,)
     for i, total in enumerate(row_sums):
         if abs(total - 1.0) > 1e-6:
-            problems.append(f"row {i} of your weights sums to {total:.2f}: did you normalise over "
+            problems.append(f"row {i} of your weights sums to {total:.10g}: did you normalise over "
                             "the right axis? Each query's weights (a row) should sum to 1.")
             break
     if np.abs(out - attn @ V).max() > 1e-6:
