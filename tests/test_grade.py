@@ -168,7 +168,7 @@ def test_class_report_lists_everyone_with_empty_scores_for_failed(graded_class):
     rows = {row["student"]: row for row in csv.DictReader((report / "scores.csv").open())}
     assert set(rows) == set(result.records)
     assert rows["ben"]["ex3"] == "4.5" and rows["ben"]["score"] == "12"
-    assert rows["ben"]["diagnoses"] == "mask-inverted"
+    assert rows["ben"]["ex3 diagnoses"] == "mask-inverted" and rows["ben"]["ex1 diagnoses"] == ""
     assert rows["cy"]["status"] == "failed"
     assert rows["cy"]["score"] == "" and rows["cy"]["ex1"] == ""  # no score, not 0
     assert "not a readable notebook" in rows["cy"]["reason"]

@@ -1,4 +1,5 @@
-"""Writing a student's feedback HTML the way `nbgrader generate_feedback` does, but fast.
+"""Writing a student's feedback HTML the way `nbgrader generate_feedback` does, but fast,
+and bringing it up to date when a grader marks a written answer (`refresh_feedback`).
 
 Same preprocessors (the course's `GenerateFeedback.preprocessors`), same HTML exporter and
 template, same `feedback/<student>/<assignment>/<notebook>.html` layout (so `nbgrader
@@ -14,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+import nbformat
 import nbgrader
 from nbconvert.exporters import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
@@ -24,6 +26,7 @@ from traitlets.config import Config
 from sdpa_course.course.directory import Course
 from sdpa_course.grading.submissions import copy_regular_files
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
+from sdpa_course.reports.records import GRADED, save_record
 
 _WHITESPACE_SPAN = re.compile(r'<span class="w">([^<]*)</span>')  # linear: no nesting
 
@@ -122,3 +125,32 @@ class FeedbackWriter:
         out.write_text(html, encoding="utf-8")
         os.chmod(out, 0o644)
         return out
+
+
+def refresh_feedback(course: Course, class_records: dict[str, dict], marks: dict[str, dict],
+                     *, force: bool = False) -> list[str]:
+    """Regenerate the pages of graded students whose hand marks changed since their page was
+    written (or whose page is missing; every graded student's with `force`); their records
+    note the marks now shown. Needs nbgrader's gradebook open (`shared_gradebook`)."""
+    stale = []
+    for student, record in class_records.items():
+        if record.get("status") != GRADED or student not in marks:
+            continue
+        page = course.folder("feedback", student) / f"{course.notebook}.html"
+        if force or not page.is_file() or record.get("feedback_marks") != \
+                marks[student]["fingerprint"]:
+            stale.append(student)
+    if not stale:
+        return []
+    writer = FeedbackWriter(course)
+    refreshed = []
+    for student in stale:
+        autograded = course.folder("autograded", student) / f"{course.notebook}.ipynb"
+        if not autograded.is_file():
+            continue  # graded elsewhere and not here: nothing to render from
+        writer.write(student, nbformat.read(str(autograded), as_version=4))
+        record = class_records[student]
+        record["feedback_marks"] = marks[student]["fingerprint"]
+        save_record(course.reports_dir, record)
+        refreshed.append(student)
+    return refreshed
