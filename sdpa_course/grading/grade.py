@@ -305,3 +305,26 @@ def grade_class(
     else:
         _print_summary(result, sys.stdout)
     return 1 if result.failed else 0
+
+
+def feedback_class(course_dir: Path, *, force: bool = False) -> int:
+    """`sdpa-course feedback`: bring every graded student's feedback page up to date with the
+    gradebook's hand marks and comments (all pages with `force`), and rewrite the report.
+
+    Grades nothing: students not yet graded need `sdpa-course grade`. Exit status 0.
+    """
+    course = Course.open(Path(course_dir))
+    result = ClassResult(course.assignment, dict(sorted(
+        records.load_records(course.reports_dir).items())))
+    if not result.records:
+        raise KitError(f"no student graded yet in {course.reports_dir}: run `sdpa-course grade`")
+    with warnings.catch_warnings():
+        _quiet_known_warnings()
+        after_grading(course, result, force_feedback=force)
+    pages = ", ".join(for_terminal(s) for s in result.refreshed) or "none"
+    print(f"Feedback regenerated for {len(result.refreshed)} students: {pages}")
+    print("Release it to students with: nbgrader release_feedback "
+          f"{for_terminal(course.assignment)}")
+    for name, path in result.reports.items():
+        print(f"{name}: {for_terminal(str(path))}")
+    return 0

@@ -17,6 +17,7 @@ from sdpa_course.assignment import NOTEBOOK
 from sdpa_course.nbgrader_ext import student_html
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
 from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
+from sdpa_course.nbgrader_ext.export import KitCsvExport
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 from sdpa_course.nbgrader_ext.feedback_view import FeedbackView, GetGradesWithPending
 from sdpa_course.nbgrader_ext.redact import RedactFeedback
@@ -75,6 +76,12 @@ def configure_safe_pages(c) -> None:
     c.HTMLExporter.filters = {"markdown2html": f"{student_html.__name__}.markdown2html"}
 
 
+def configure_export(c) -> None:
+    """`nbgrader export` lists failed and missing students too, never a silent 0."""
+    c.ExportApp.plugin_class = KitCsvExport
+
+
 def configure(c) -> None:
     configure_release(c)
     configure_grading(c)
+    configure_export(c)
