@@ -9,7 +9,8 @@ a notebook could smuggle into a page:
   kept (HTML, JavaScript, SVG, markdown, LaTeX and widget outputs are dropped, with a note),
   and their metadata is cut to an `alt` string (templates write `width=` unquoted);
 - markdown attachments: only base64 PNG, JPEG and GIF pictures;
-- raw cells: shown as text, never passed through as HTML.
+- raw cells: shown as text, never passed through as HTML;
+- cell tags (templates put them in a class attribute): only plain words.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from nbformat.v4 import new_output
 from sdpa_course.nbgrader_ext.feedback_step import FeedbackPreprocessor
 
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+PLAIN_TAG = re.compile(r"[\w.:-]{1,64}")
 IMAGE_MIMES = ("image/png", "image/jpeg")
 ATTACHMENT_MIMES = ("image/png", "image/jpeg", "image/gif")
 
@@ -78,6 +80,10 @@ class SafeNotebook(FeedbackPreprocessor):
             }
         elif attachments is not None:
             del cell["attachments"]
+        tags = cell.metadata.get("tags")
+        if tags is not None:
+            cell.metadata["tags"] = [t for t in tags if isinstance(t, str)
+                                     and PLAIN_TAG.fullmatch(t)] if isinstance(tags, list) else []
         if cell.cell_type == "raw":
             cell.metadata.pop("raw_mimetype", None)
             cell.metadata.pop("format", None)

@@ -5,8 +5,8 @@ builds (`c.HTMLExporter.filters`), so it renders both the students' feedback pag
 page formgrader shows a TA who marks `ex2_explain`. A student's markdown is hostile: the HTML
 it produces is cleaned by nh3 (the Rust sanitiser ammonia) against an allowlist of markdown's
 own tags plus MathML, so `<script>`, `on...=` handlers, `javascript:` links, `<style>`,
-`<iframe>` and forms never reach a browser. Images may only be `data:` pictures (attachments)
-or plain http(s) addresses; links may not be `data:`.
+`<iframe>` and forms never reach a browser. Images may only be `data:` pictures (attachments:
+nothing is fetched, no tracking pixel reaches a TA); links may not be `data:`.
 
 Mathematics is converted here, on the server, by latex2mathml, because a page must render
 without a network and years later: no script, nothing fetched, and Chromium and Firefox draw
@@ -55,16 +55,18 @@ ATTRIBUTES = {
     "code": {"class"},
 }
 URL_SCHEMES = {"http", "https", "mailto", "data"}
+DATA_IMAGES = ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
 
 
 def _url_filter(element: str, attribute: str, value: str) -> str | None:
-    """`data:` only as a picture; `javascript:` and the like never got past nh3's schemes."""
+    """Pictures only from `data:` (attachments): nothing is fetched when a TA or a student
+    opens the page; links never to `data:` (`javascript:` never got past nh3's schemes)."""
     if attribute in ("href", "src", "cite", "action", "formaction", "poster", "background"):
         scheme = value.strip().lower()
+        if element == "img" and attribute == "src":
+            return value if scheme.startswith(DATA_IMAGES) else None
         if scheme.startswith("data:"):
-            image = element == "img" and attribute == "src" and scheme.startswith(
-                ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp"))
-            return value if image else None
+            return None
     if element == "input" and attribute == "type" and value.lower() != "checkbox":
         return None
     return value
