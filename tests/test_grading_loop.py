@@ -163,3 +163,16 @@ def test_a_symlink_in_a_submission_is_never_followed(tmp_path):
     assert any("not copied" in w for w in result.records["mal"]["warnings"])
     assert result.records["lin"]["status"] == "failed"
     assert "symbolic link" in result.records["lin"]["error"]
+
+
+def test_a_written_answer_left_unanswered_is_pending_and_flagged_for_marking(tmp_path):
+    import nbformat
+
+    course = released_course(tmp_path / "course")
+    release = nbformat.read(str(course / "release" / "sdpa" / "attention.ipynb"), as_version=4)
+    submit(course, "blank", release)
+    grade(course)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        found = gb.find_grade("ex2_explain", "attention", "sdpa", "blank")
+        assert found.auto_score is None and found.needs_manual_grade  # formgrader flags it
+    assert "ex2_explain (written answer) pending / 2" in page_text(course, "blank")

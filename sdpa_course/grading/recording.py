@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
 from traitlets.utils.importstring import import_item
@@ -133,8 +133,28 @@ class SubmissionRecorder:
         resources[METADATA_KEY] = {"report": report}
         for step in self.autograde_steps:
             nb, resources = step(nb, resources)
+        self._unanswered_written_answers_to_mark(student)
         _write(nb, path)
         return self.feedback.write(student, nb)
+
+    def _unanswered_written_answers_to_mark(self, student: str) -> None:
+        """nbgrader scores a written answer left as the release's stub 0 automatically and
+        hides it from manual grading; here it stays to be marked by a person (pending, not 0,
+        and flagged in formgrader), unless someone already marked it."""
+        try:
+            nb = self.gradebook.find_submission_notebook(
+                self.course.notebook, self.course.assignment, student)
+        except MissingEntry:
+            return
+        changed = False
+        for grade in nb.grades:
+            if (grade.cell.cell_type == "markdown" and grade.manual_score is None
+                    and grade.auto_score is not None):
+                grade.auto_score = None
+                grade.needs_manual_grade = True
+                changed = True
+        if changed:
+            self.gradebook.db.commit()
 
     def forget(self, student: str) -> str:
         """A failed student: nothing stale left behind, no score of 0 in the gradebook."""
