@@ -167,3 +167,31 @@ def test_autograded_notebook_keeps_the_full_report_for_instructors(real_class):
     course, _ = real_class
     nb = nbformat.read(str(course / "autograded" / "key" / "sdpa" / "attention.ipynb"), 4)
     assert nb.metadata[METADATA_KEY]["report"]["score"] == 20.0
+
+
+@pytest.mark.parametrize("text", [
+    "### BEGIN HIDDEN TESTS\n" * 100_000,  # never closed: the old pattern rescanned to the end
+    "#" * 2_000_000,
+    " /a" * 600_000 + "/",
+    "C:\\" * 600_000,
+    "<img" * 500_000,
+])
+def test_redaction_is_linear_on_megabytes_of_hostile_text(text):
+    import time
+
+    from sdpa_course.nbgrader_ext.redact import redact_text
+
+    began = time.perf_counter()
+    redact_text(text)
+    # a bound hours away from a quadratic pass (59 s on 485 KB before), not a speed test
+    assert time.perf_counter() - began < 20
+
+
+def test_a_student_cell_is_capped_on_the_page():
+    from sdpa_course.nbgrader_ext.redact import MAX_CELL_CHARS
+
+    nb = new_notebook()
+    nb.cells = [new_code_cell("x = 1\n" * 100_000)]
+    nb, _ = RedactFeedback()(nb, {})
+    assert len(nb.cells[0].source) < MAX_CELL_CHARS + 100
+    assert "more characters not shown" in nb.cells[0].source
