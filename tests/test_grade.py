@@ -149,7 +149,9 @@ def test_nbgrader_export_sees_the_grades(graded_class, tmp_path):
     rows = {row["student_id"]: row for row in csv.DictReader(out.open())}
     assert float(rows["ben"]["raw_score"]) == pytest.approx(1.5 + 6 + 4.5)
     assert rows["ada"]["timestamp"].startswith(TIMESTAMP[:16])
-    assert not FAILED & set(rows)  # failed: no row with a score of 0
+    for student in FAILED:  # listed, with an empty score and the reason: never a 0
+        assert rows[student]["status"] == "failed" and rows[student]["score"] == ""
+        assert rows[student]["raw_score"] == "" and rows[student]["reason"]
 
 
 def test_feedback_is_written_for_graded_students_only(graded_class):

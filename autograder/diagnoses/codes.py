@@ -76,7 +76,7 @@ WORDING: dict[str, Wording] = {
         "Divide every score q.k by the square root of the key dimension before the softmax.",
         "scaling"),
     "wrong-scale": Wording(
-        "ex1, ex3", "scaled, but by the wrong factor (d_k, sqrt(d_v), …)",
+        "ex1, ex2, ex3", "scaled, but by the wrong factor (d_k, sqrt(d_v), …)",
         "The scores are scaled, but by the wrong factor. The factor is 1/sqrt(d_k), with d_k "
         "the dimension of the keys and queries (not d_k itself, not the values' d_v).",
         "scaling"),
@@ -104,6 +104,21 @@ WORDING: dict[str, Wording] = {
         "ex2", "the softmax derivative is wrong",
         "The softmax derivative is wrong. For a weight p_i and its own score z_i, "
         "d p_i / d z_i = p_i (1 - p_i).",
+        "scaling"),
+    "raw-score-gradient": Wording(
+        "ex2",
+        "the scaled gradient taken with respect to the raw score, not the scaled score that "
+        "goes into the softmax (off by 1/sqrt(d_k))",
+        "Your scaled gradient is taken with respect to the raw score, so it is off by "
+        "1/sqrt(d_k). The question asks for the derivative with respect to the score that goes "
+        "into the softmax (the scaled one): p (1 - p) with the scaled weight p.",
+        "scaling"),
+    "imprecise-gradient": Wording(
+        "ex2",
+        "the derivative is only approximately right (a finite difference with a large step, "
+        "or computed from a rounded weight)",
+        "Your derivative is close but not exact: a finite difference with a large step, or a "
+        "weight rounded before use. Use the exact formula p (1 - p) with the unrounded weight.",
         "scaling"),
     "mask-ignored": Wording(
         "ex3", "the mask has no effect",
@@ -194,6 +209,12 @@ WORDING: dict[str, Wording] = {
         "any", "the submission tried to import the reference or the grader",
         "Your code tried to import the reference solution or the grader, which submissions "
         "may not use: write the computation yourself with numpy.",
+        EXERCISE_SECTION),
+    "missing-module": Wording(
+        "any",
+        "the code needs a module the grader does not have (it has numpy and matplotlib only)",
+        "Your code imports a module the grader does not have: only numpy and matplotlib are "
+        "there. Write the computation with numpy.",
         EXERCISE_SECTION),
     "unsupported-type": Wording(
         "any",
