@@ -13,8 +13,11 @@ holds the contract's table to this one). Each code has
 
 `unsupported-type` comes from the sandbox (a value that cannot cross back as plain data) and
 `stateful` from the grader (a second call with the same inputs answers differently); both are
-codes added beside the contract's, none of which is renamed. A new code needs an entry here:
-tests fail for a code that the grader can report and this table does not word.
+codes added beside the contract's, none of which is renamed. So are `raw-score-gradient`,
+`imprecise-gradient` and `missing-module`, which CONTRACT section 3 now lists. A new code
+needs an entry here: tests fail for a code that the grader can report and this table does not
+word. (What a report says about a failed test that a diagnosis explains is
+`diagnoses.explanations`: a message per test, not a code's wording.)
 """
 
 from __future__ import annotations
