@@ -59,6 +59,12 @@ def _grade(args: argparse.Namespace) -> int:
     )
 
 
+def _feedback(args: argparse.Namespace) -> int:
+    from sdpa_course.grading.grade import feedback_class  # deferred: start-up time
+
+    return feedback_class(Path(args.course_dir), force=args.force)
+
+
 def _check(args: argparse.Namespace) -> int:
     return check_path(Path(args.path), as_json=args.json)
 
@@ -98,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "instead of local processes (--workers is then ignored)")
     p.add_argument("--json", action="store_true", help="print the class result as JSON")
     p.set_defaults(func=_grade)
+
+    p = sub.add_parser("feedback", help="regenerate feedback after hand grading in formgrader")
+    p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
+    p.add_argument("--force", action="store_true",
+                   help="regenerate every graded student's page, not only those whose hand "
+                        "marks or comments changed")
+    p.set_defaults(func=_feedback)
 
     p = sub.add_parser("check", help="grade one submission (.ipynb or .py) locally")
     p.add_argument("path", help="the notebook or Python file to check")

@@ -8,7 +8,7 @@ respawns the worker (replaying the cells that succeeded) when student code kille
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import codec
@@ -22,6 +22,7 @@ from .errors import (
     StudentTimeout,
     Unserializable,
 )
+from .images import read_pngs
 from .limits import Limits
 from .pool import SandboxPool, default_pool
 from .process import OutputCapture, WorkerLost, WorkerProcess
@@ -45,6 +46,7 @@ class CellOutcome:
     error: str = ""  # student-facing one-line summary
     output: str = ""  # the cell's captured stdout/stderr, truncated
     seconds: float = 0.0  # wall-clock time the cell took
+    images: list[bytes] = field(default_factory=list)  # PNGs of the figures it drew, checked
 
 
 def _located(text: str, label: str, line: int, with_label: bool) -> str:
@@ -185,7 +187,7 @@ class Sandbox:
         segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.cell_seconds
         try:
-            reply, _, interrupted = self._worker.exchange(
+            reply, reply_blob, interrupted = self._worker.exchange(
                 self._run_request(cell), b"", seconds, [segment, self._output])
         except WorkerLost as lost:
             self._discard_worker()
@@ -195,7 +197,8 @@ class Sandbox:
         if interrupted or reply.get("kind") == "interrupted":
             return CellOutcome(cell.label, "timeout", f"timed out after {seconds:g} s", output)
         if reply.get("ok"):
-            return CellOutcome(cell.label, "ok", "", output)
+            return CellOutcome(cell.label, "ok", "", output,
+                               images=read_pngs(reply.get("images"), reply_blob))
         text = f"{reply.get('type', 'Error')}: {reply.get('message', '')}".rstrip(": ")
         line = reply.get("line") if type(reply.get("line")) is int else 0
         status = {"syntax": "syntax-error", "memory": "memory-limit"}.get(reply.get("kind"),
