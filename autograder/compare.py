@@ -26,9 +26,9 @@ cannot silently vanish (`python tests/test_tolerances.py` prints them).
 - `BLOCKWISE_MEMORY`, exercise 4: the peak memory `attention_blockwise` may allocate in one
   call at T = 2048 (d_k = d_v = 16, block = 64), as tracemalloc measures it in the sandbox: a
   quarter of one T x T float64 matrix, 8 MiB. Blockwise code in the styles of the corpus
-  peaks at 4.6 MiB (all queries against one block of keys: a few (T, 64) arrays) or under
-  1 MiB (tiles, one query at a time); the (T, T) scores alone are 32 MiB, four times the
-  limit, and a full causal mask built from np.ones((T, T)) eight times.
+  peaks at 4.4 to 4.8 MiB (all queries against one block of keys: a few (T, 64) arrays) or
+  0.4 MiB (tiles); the (T, T) scores alone are 32 MiB, four times the limit (a whole softmax
+  peaks at 96 MiB), and a causal mask built from np.ones((T, T)) at 68 MiB.
 - `significant_figures`, exercise 2: one unit in the third significant figure (rounded or
   truncated); a forward difference with step 1e-2 (3.369e-4 for 3.352e-4) is 1.7 units off
   and fails, as three significant figures require.
