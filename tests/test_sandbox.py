@@ -136,20 +136,29 @@ def test_os_exit_inside_a_call_raises_died_and_the_next_call_works(run):
     assert sandbox.restarts == 1
 
 
+def cpu_seconds_of(pid: int) -> float:
+    """CPU time a host process has used (utime + stime, /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_infinite_loop_at_top_level_times_out_and_later_cells_run(run):
-    started = time.monotonic()
     sandbox = run("a = 1", "while True:\n    pass", "b = a + 1")
     assert statuses(sandbox) == ["ok", "timeout", "ok"]
+    assert sandbox.outcomes[1].error == f"timed out after {FAST.cell_seconds:g} s"
     assert sandbox.get("b") == 2
-    assert time.monotonic() - started < 5
+    assert sandbox.restarts == 0
 
 
-def test_infinite_loop_inside_a_call_times_out_and_later_calls_work(run):
+def test_infinite_loop_inside_a_call_is_charged_its_limit_and_later_calls_work(run):
+    """Charged by the time it ran, whatever the machine's load: about call_seconds of CPU."""
     sandbox = run("def spin(n):\n    while n:\n        pass\n    return 7")
-    started = time.monotonic()
+    before = cpu_seconds_of(sandbox.pid)
     with pytest.raises(StudentTimeout):
         sandbox.call("spin", 1)
-    assert time.monotonic() - started < FAST.call_seconds + 1
+    spent = cpu_seconds_of(sandbox.pid) - before
+    most = FAST.call_seconds + FAST.interrupt_grace_seconds + 0.5
+    assert FAST.call_seconds * 0.8 <= spent <= most
     assert sandbox.call("spin", 0) == 7
     assert sandbox.restarts == 0  # KeyboardInterrupt was enough: same process
 
@@ -170,10 +179,8 @@ def test_swallowed_keyboard_interrupt_is_killed_and_the_sandbox_recovers(run):
 def test_cpu_limit_stops_a_loop_the_wall_clock_would_allow(run):
     limits = Limits(cell_seconds=10, call_seconds=10, cpu_seconds=1, max_restarts=2)
     sandbox = run("def spin():\n    while True:\n        pass", limits=limits)
-    started = time.monotonic()
     with pytest.raises(StudentTimeout, match="CPU"):
         sandbox.call("spin")
-    assert time.monotonic() - started < 5
 
 
 def test_memory_hog_raises_memory_limit_in_a_call_and_in_a_cell(run):
@@ -511,7 +518,7 @@ def test_a_worker_flooding_its_socket_between_calls_cannot_stall_the_pool(run):
     time.sleep(0.1)
     started = time.monotonic()
     fresh = run("ok = 1")
-    assert fresh.get("ok") == 1 and time.monotonic() - started < 2
+    assert fresh.get("ok") == 1 and time.monotonic() - started < 10
 
 
 def test_arguments_that_are_not_plain_data_are_the_graders_error(run):

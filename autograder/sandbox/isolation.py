@@ -49,7 +49,11 @@ def enter_zygote(write_maps) -> None:
         kernel.unshare(kernel.CLONE_NEWUSER | kernel.CLONE_NEWNS | kernel.CLONE_NEWNET
                        | kernel.CLONE_NEWIPC | kernel.CLONE_NEWPID)
     except OSError as exc:
-        raise Unavailable(f"the kernel refused a new user namespace ({exc.strerror})") from None
+        why = {1: "unprivileged user namespaces are disabled, or a security policy forbids "
+                  "them", 28: "the limit on user namespaces (user.max_user_namespaces) is 0 or "
+                  "reached", 22: "the kernel lacks one of them"}.get(exc.errno, exc.strerror)
+        raise Unavailable(f"the kernel refused new user, mount, PID, IPC and network "
+                          f"namespaces: {why}") from None
     write_maps()
 
 

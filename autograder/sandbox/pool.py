@@ -18,6 +18,7 @@ import json
 import os
 import secrets
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -213,6 +214,7 @@ class SandboxPool:
         self._pending: tuple[subprocess.Popen, socket.socket] | None = None
         self._cgroups_tried = False
         self._cgroup_note = ""
+        self.zygote_pid = 0  # the process that forks the workers (the first one only waits)
 
     def __enter__(self) -> SandboxPool:
         self.start()
@@ -259,6 +261,7 @@ class SandboxPool:
                 None, "not Linux")
             self._cgroup_note = why
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the zygote's pid, below
         config = {"control_fd": theirs.fileno(), "isolation": self.isolation,
                   "hidden": self.hidden, "font_cache": _font_cache_directory()}
         process = subprocess.Popen(
@@ -278,10 +281,13 @@ class SandboxPool:
         ours.settimeout(ZYGOTE_START_SECONDS)
         while True:
             try:
-                raw = ours.recv(1 << 16)
+                raw, ancillary, _, _ = ours.recvmsg(1 << 16, socket.CMSG_SPACE(12))
             except OSError:
-                raw = b""
+                raw, ancillary = b"", []
             ready = json.loads(raw) if raw else {"ok": False, "error": "the zygote exited"}
+            for level, kind, data in ancillary:
+                if (level, kind) == (socket.SOL_SOCKET, socket.SCM_CREDENTIALS):
+                    self.zygote_pid = struct.unpack("i", data[:4])[0]
             if ready.get("op") != "map":
                 break
             ours.send(json.dumps(write_id_maps(process.pid)).encode())
@@ -294,6 +300,7 @@ class SandboxPool:
                 raise IsolationUnavailable(str(ready["unavailable"]))
             raise RuntimeError(f"the sandbox could not start: {ready.get('error')}\n{detail}")
         process.stderr.close()
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
         ours.settimeout(30.0)
         self._process, self._control = process, ours
         self.mode = ready["mode"]

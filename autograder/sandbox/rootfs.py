@@ -17,13 +17,15 @@ it isolates itself; it decides what student code will see:
   masked wherever they would still show.
 
 `build` then assembles it on a tmpfs, every bind read-only, nosuid and nodev (devices
-excepted), and the root itself read-only. Call it in new user and mount namespaces; it must
-run before `chroot` (sources are opened through /proc/self/fd, so sources under the /tmp
-the root covers stay reachable). Shipped into the zygote as source: standard library only.
+excepted), and the root itself read-only; `enter` makes it the mount namespace's root, host
+mounts gone. Call both in new user and mount namespaces (sources are surveyed and opened
+before the root's tmpfs covers /tmp, and bound through /proc/self/fd, so a runtime under /tmp
+stays reachable). Shipped into the zygote as source: standard library only.
 """
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import importlib.metadata
 import os
@@ -225,30 +227,43 @@ def _mounts() -> list[tuple[int, int, str, int]]:
     return mounts
 
 
-def _make_mountpoint(source: str, target: str) -> None:
-    if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if not os.path.lexists(target):
-            open(target, "a").close()
-
-
 class _Builder:
-    """Binds host paths into the root under construction."""
+    """Binds host paths into the root under construction.
+
+    Once the root's tmpfs covers MOUNTPOINT, host paths beneath it are out of sight: `survey`
+    looks at every source first (kind, symlinks along the way) and keeps it open.
+    """
 
     def __init__(self, root: str):
         self.root = root
-        self.sources: dict[str, int] = {}
+        self.sources: dict[str, int] = {}  # real path -> O_PATH descriptor
+        self.is_dir: dict[str, bool] = {}
+        self.links: dict[str, str] = {}  # symlink to recreate -> its target
         self.root_device = 0
 
-    def open_sources(self, paths: list[str]) -> None:
-        """Open every source before the root's tmpfs covers /tmp (through /proc/self/fd the
-        bind still reaches it)."""
+    def survey(self, paths: list[str]) -> None:
         for path in paths:
+            self._follow_links(path)
             real = _real(path)
             if real not in self.sources and os.path.exists(real):
                 self.sources[real] = os.open(real, os.O_PATH | os.O_CLOEXEC)
+                self.is_dir[real] = os.path.isdir(real)
+
+    def _follow_links(self, path: str, depth: int = 0) -> None:
+        """Note each symlink met along `path` (and along its target, and so on), so that
+        the unresolved spelling works inside too (a virtualenv's bin/python, say)."""
+        parts = [p for p in path.split("/") if p]
+        current = ""
+        for index, part in enumerate(parts):
+            current += "/" + part
+            if not os.path.islink(current):
+                continue
+            self.links[current] = os.readlink(current)
+            target = os.path.join(os.path.dirname(current), os.readlink(current),
+                                  *parts[index + 1:])
+            if depth < 16:
+                self._follow_links(os.path.normpath(target), depth + 1)
+            return
 
     def from_host(self, target: str) -> bool:
         """Whether `target` (inside the root) shows host content: it lies in a bind, not on
@@ -263,28 +278,21 @@ class _Builder:
         target = self.root + real
         if real not in self.sources or self.from_host(target):
             return  # missing on the host, or already visible through an enclosing bind
-        _make_mountpoint(real, target)
+        if self.is_dir[real]:
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if not os.path.lexists(target):
+                open(target, "a").close()
         kernel.mount(f"/proc/self/fd/{self.sources[real]}", target, None,
                      kernel.MS_BIND | kernel.MS_REC | kernel.MS_SILENT)
 
-    def mirror_symlinks(self, path: str, depth: int = 0) -> None:
-        """Recreate each symlink met along `path` (and along its target, and so on), so that
-        the unresolved spelling works inside too (a virtualenv's bin/python, say)."""
-        parts = [p for p in path.split("/") if p]
-        current = ""
-        for index, part in enumerate(parts):
-            current += "/" + part
-            if not os.path.islink(current):
-                continue
-            inside = self.root + current
-            if not os.path.lexists(inside):
+    def make_links(self) -> None:
+        for link, target in sorted(self.links.items()):
+            inside = self.root + link
+            if not os.path.lexists(inside) and not self.from_host(os.path.dirname(inside)):
                 os.makedirs(os.path.dirname(inside), exist_ok=True)
-                os.symlink(os.readlink(current), inside)
-            target = os.path.join(os.path.dirname(current), os.readlink(current),
-                                  *parts[index + 1:])
-            if depth < 16:
-                self.mirror_symlinks(os.path.normpath(target), depth + 1)
-            return
+                os.symlink(target, inside)
 
     def close(self) -> None:
         for fd in self.sources.values():
@@ -348,25 +356,25 @@ def build(layout: Plan) -> str:
     builder = _Builder(root)
     kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
     devices = ["/dev/" + name for name in DEVICES]
-    builder.open_sources(layout.system + layout.runtime + layout.packages + devices)
+    system_links = {top: os.readlink(top) for top in layout.system if os.path.islink(top)}
+    builder.survey([top for top in layout.system if top not in system_links] + layout.runtime
+                   + layout.packages + devices)
     kernel.mount("tmpfs", root, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV, ROOT_TMPFS)
     builder.root_device = os.stat(root).st_dev
     try:
+        for top, target in system_links.items():
+            os.symlink(target, root + top)
         for top in layout.system:
-            if os.path.islink(top):
-                os.symlink(os.readlink(top), root + top)
-            else:
-                builder.bind(top)
+            builder.bind(top)
         for path in layout.runtime:
-            builder.mirror_symlinks(path)
             builder.bind(path)
         for site_dir in layout.emptied:
             if builder.from_host(root + site_dir):  # shown by an enclosing bind: cover it
                 kernel.mount("tmpfs", root + site_dir, "tmpfs",
                              kernel.MS_NOSUID | kernel.MS_NODEV, EMPTY_TMPFS)
         for path in layout.packages:
-            builder.mirror_symlinks(path)
             builder.bind(path)
+        builder.make_links()
         for path in layout.hidden:
             if builder.from_host(root + path):
                 _cover(root + path)
@@ -380,7 +388,20 @@ def build(layout: Plan) -> str:
         for path in ("/proc", "/tmp"):
             os.makedirs(root + path, exist_ok=True)
         os.chmod(root + "/tmp", 0o1777)
+        # The zygote's own /proc: a workers' /proc goes over it, and the kernel lets a user
+        # namespace mount a proc only where one is already fully visible.
+        kernel.mount("proc", root + "/proc", "proc", kernel.MS_NOSUID | kernel.MS_NODEV
+                     | kernel.MS_NOEXEC)
         _seal(root, {root + device for device in devices})
     finally:
         builder.close()
     return root
+
+
+def enter(root: str) -> None:
+    """Make `root` this mount namespace's root and drop every host mount (pivot_root, not
+    chroot: a chrooted process may not create the user namespace a worker needs)."""
+    os.chdir(root)
+    kernel.syscall("pivot_root", ctypes.c_char_p(b"."), ctypes.c_char_p(b"."))
+    kernel.umount(".")  # the old root, now stacked on the new one
+    os.chdir("/")

@@ -4,7 +4,7 @@ Started once per `SandboxPool` (shipped as source via stdin, see `pool.BOOTSTRAP
 numpy and matplotlib (Agg) and draws one throwaway heatmap so fonts and backends are loaded.
 In mode ``namespaces`` it then decides its private root from what that import loaded
 (`rootfs.plan`), enters new namespaces (`isolation.enter_zygote`) and forks the zygote
-proper, the init of the new PID namespace, which builds the root, chroots into it and never
+proper, the init of the new PID namespace, which builds the root, pivots into it and never
 runs student code; the first process only waits, as the trusted side's handle on it, so that
 killing either takes every worker along.
 
@@ -353,11 +353,9 @@ def main(config: dict) -> None:
             _become_init()
             own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             try:
-                root = rootfs.build(layout)
+                rootfs.enter(rootfs.build(layout))
             except OSError as exc:
                 raise isolation.Unavailable(f"could not build the private root ({exc})") from None
-            os.chroot(root)
-            os.chdir("/")
             setup.held = tuple(sorted(os.listdir("/tmp")))
             setup.landlock_abi = landlock.abi_version()
         importlib.invalidate_caches()
