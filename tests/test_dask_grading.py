@@ -23,10 +23,11 @@ from loopback import free_port
 from nbgrader.api import Gradebook
 
 from autograder.corpus import cases
-from sdpa_course import records
-from sdpa_course.cli import KitError, main
+from sdpa_course.cli import main
 from sdpa_course.demo import notebook_from_source
-from sdpa_course.grade import grade_course
+from sdpa_course.errors import KitError
+from sdpa_course.grading.grade import grade_course
+from sdpa_course.reports import records
 
 pytestmark = [pytest.mark.dask, pytest.mark.slow]
 
@@ -164,7 +165,7 @@ def test_progress_counts_every_finished_submission(graded_on_dask):
 
 def test_a_worker_with_other_exercises_refuses_to_grade(
         class_of_50, cluster, graded_on_dask, tmp_path, monkeypatch):
-    import sdpa_course.dask_executor as dask_executor
+    import sdpa_course.grading.dask_executor as dask_executor
 
     course = copy_course(class_of_50[0], tmp_path / "course")
     real = dask_executor.kit_fingerprint()
@@ -180,7 +181,7 @@ def test_a_worker_with_other_exercises_refuses_to_grade(
 
 def test_grade_without_a_reachable_scheduler_says_so(class_of_50, tmp_path, monkeypatch,
                                                      capsys):
-    import sdpa_course.dask_executor as dask_executor
+    import sdpa_course.grading.dask_executor as dask_executor
 
     monkeypatch.setattr(dask_executor, "CONNECT_SECONDS", 1.0)
     course = copy_course(class_of_50[0], tmp_path / "course")

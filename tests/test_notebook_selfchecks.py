@@ -14,7 +14,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from sdpa_course.notebooks import source_notebook_path
+from sdpa_course.course.notebooks import source_notebook_path
 
 REPO = Path(__file__).resolve().parents[1]
 CLEAN = "these quick checks pass. More tests run when your work is graded."
