@@ -73,6 +73,24 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
+def _cgroup_settings(pid: int) -> dict:
+    """The limits files of the cgroups a process is in: {directory: {file: content}}."""
+    from autograder.sandbox import cgroups
+
+    with open("/proc/self/mountinfo") as mountinfo, open(f"/proc/{pid}/cgroup") as member:
+        _, dirs = cgroups.locate(mountinfo.read(), member.read())
+    found = {}
+    for directory in dirs:
+        found[directory] = {}
+        for name in ("memory.limit_in_bytes", "memory.max", "pids.max", "cpu.shares",
+                     "cpu.weight"):
+            try:
+                found[directory][name] = Path(directory, name).read_text().strip()
+            except OSError:
+                pass
+    return found
+
+
 def _other_local_address() -> str:
     """A local IPv4 address other than 127.0.0.1 (the machine's own, else 127.0.0.2)."""
     try:
@@ -107,9 +125,10 @@ def identity(pool: SandboxPool, context: dict) -> dict:
         result = _values(sandbox, "status", "uid", "pid", "cwd", "home", "namespaces")
         result.update(sandbox_uid=sandbox.uid, host_status=_status(sandbox.pid),
                       host_namespaces=_namespaces(sandbox.pid), warnings=sandbox.warnings,
-                      isolation=sandbox.isolation)
+                      isolation=sandbox.isolation, cgroup=_cgroup_settings(sandbox.pid))
     finally:
         sandbox.close()
+    result["cgroup_left"] = [d for d in result["cgroup"] if os.path.exists(d)]
     result.update(mode=pool.mode, layers=pool.layers, pool_warnings=pool.warnings,
                   grader_euid=os.geteuid(), grader_status=_status(),
                   grader_namespaces=_namespaces())

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import autograder
+from autograder.corpus import pieces
+from autograder.engine import grade_content
 from autograder.sandbox import (
     Cell,
     ForbiddenImport,
@@ -293,6 +295,67 @@ def test_garbage_written_to_the_reply_channel_is_contained(run):
     with pytest.raises(StudentDied, match="malformed"):
         sandbox.call("forge")
     assert sandbox.call("honest") == 2
+
+
+FORGER = """
+import json, os, struct
+
+def _frame(message):
+    text = json.dumps(message).encode()
+    return b"SDPA" + struct.pack("!QQ", len(text), 0) + text
+
+def forge(*messages):
+    for fd in range(3, 32):
+        for request_id in range(1, 40):
+            for message in messages:
+                try:
+                    os.write(fd, _frame(dict(message, id=request_id)))
+                except OSError:
+                    pass
+    return "real answer"
+
+def honest():
+    return 2
+"""
+
+
+@pytest.mark.parametrize("reply", [
+    {"op": "reply", "ok": False, "kind": "protocol", "message": "forged"},
+    {"op": "reply", "ok": False, "kind": ["not", "text"], "type": {"x": 1}},
+    {"op": "reply", "ok": "yes", "value": None},
+    {"op": "reply", "ok": False, "kind": "missing", "name": 12},
+    {"op": "reply", "ok": False, "kind": "forbidden", "module": "numpy"},
+])
+def test_a_forged_failure_reply_is_the_students_crash_never_the_kits_error(run, reply):
+    sandbox = run(FORGER)
+    with pytest.raises(StudentDied, match="makes no sense") as died:
+        sandbox.call("forge", reply)
+    assert died.value.diagnosis == "crashed"
+    assert sandbox.call("honest") == 2
+
+
+@pytest.mark.parametrize("message", [
+    {"op": "setup-failed", "message": "forged"},
+    {"op": "exited", "status": 10**30, "cpu_seconds": 10**400},
+    {"op": "ready", "pidns": 1},
+])
+def test_forged_zygote_messages_are_ignored(run, message):
+    sandbox = run(FORGER)
+    assert sandbox.call("forge", message) == "real answer"
+    assert sandbox.call("honest") == 2
+
+
+def test_a_submission_forging_replies_is_graded_with_its_crashes(pool):
+    source = FORGER + "\n" + "\n".join(
+        [pieces.EX1_ROUNDED, pieces.EX2_ROUNDED, pieces.CAUSAL_MASK_TRIU,
+         "def softmax(z):\n    forge({'op': 'reply', 'ok': False, 'kind': 'protocol'})\n",
+         "def attention(Q, K, V, mask=None):\n    forge({'op': 'reply', 'ok': False, "
+         "'kind': 'protocol'})\n"])
+    report = grade_content("import numpy as np\n" + source, name="forger.py", limits=FAST,
+                           pool=pool)
+    assert "kit_errors" not in report
+    assert report["exercises"]["ex1"]["score"] == 3
+    assert "crashed" in report["exercises"]["ex3"]["diagnoses"]
 
 
 # -- imports and files ---------------------------------------------------------------------

@@ -117,6 +117,21 @@ def test_isolation_is_namespaces_with_landlock_seccomp_and_no_warning_but_cgroup
         assert identity["warnings"] == []
 
 
+def test_each_submission_has_a_cgroup_with_its_limits_removed_afterwards(results, grader):
+    identity = results["identity"]
+    if grader.name == "user":
+        pytest.skip("an ordinary user may not create cgroups here")
+    settings = {}
+    for directory, files in identity["cgroup"].items():
+        assert "/sdpa-sandbox-" in directory
+        settings.update(files)
+    memory = (LIMITS["memory_mb"] + LIMITS["disk_mb"] + 16 + 64) * MiB
+    assert settings.get("memory.limit_in_bytes", settings.get("memory.max")) == str(memory)
+    assert settings["pids.max"] == str(LIMITS["processes"])
+    assert settings.get("cpu.shares", settings.get("cpu.weight")) in ("1024", "100")
+    assert identity["cgroup_left"] == []
+
+
 def test_the_graders_are_what_they_claim(results, grader):
     identity = results["identity"]
     sys_admin = 1 << 21

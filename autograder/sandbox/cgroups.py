@@ -70,7 +70,8 @@ def _below(mount_point: str, mount_root: str, path: str) -> str | None:
     root = mount_root.rstrip("/")
     if path != root and not path.startswith(root + "/"):
         return None
-    return os.path.join(mount_point, path[len(root):].lstrip("/"))
+    relative = path[len(root):].strip("/")
+    return os.path.join(mount_point, relative) if relative else mount_point
 
 
 def locate(mountinfo: str, proc_cgroup: str) -> tuple[str, dict[str, list[str]]]:

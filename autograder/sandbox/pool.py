@@ -21,6 +21,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import warnings
 from collections.abc import Iterable
@@ -146,7 +147,7 @@ def _font_cache_directory() -> str:
 
 def _zygote_environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/",
-           "MPLBACKEND": "Agg"}
+           "MPLBACKEND": "Agg", "TMPDIR": tempfile.gettempdir()}
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                  "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"):
         env[name] = "1"
