@@ -11,6 +11,11 @@
 
 `Grader.run(script, stdin)` runs a Python script as that grader, with a home and a cache of
 its own (in a temporary folder removed afterwards), and returns what it printed.
+
+`without_user_namespaces(argv, home)` runs a command on a machine that refuses user
+namespaces, made with the kernel's own switch: in a user namespace whose
+`user.max_user_namespaces` is 0, the sandbox's unshare() fails as it does where an
+administrator disabled them.
 """
 
 from __future__ import annotations
@@ -28,6 +33,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 GRADERS = ("root", "user", "no-sys-admin")
 NO_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--"]
+NO_USER_NAMESPACES = ["unshare", "--user", "--map-root-user", "sh", "-c",
+                      'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
+CAN_REFUSE_NAMESPACES = sys.platform.startswith("linux") and shutil.which("unshare") is not None
+
+
+def without_user_namespaces(argv: list[str], home: Path, timeout: float = 300
+                            ) -> subprocess.CompletedProcess:
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+    return subprocess.run([*NO_USER_NAMESPACES, *argv], capture_output=True, text=True,
+                          env=env, cwd=home, timeout=timeout)
 
 
 @dataclass

@@ -1,40 +1,27 @@
 """Refuse instead of degrading: without user namespaces no pool starts, and says what to do;
 only `isolation="unsafe-none"`, asked for, runs student code, and says so everywhere.
 
-The refusing machine is made with the kernel's own switch: the grader runs in a user namespace
-whose `user.max_user_namespaces` is 0, so the sandbox's unshare() fails as it would where an
-administrator disabled user namespaces.
+The refusing machine: `sandbox_graders.without_user_namespaces`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
-from pathlib import Path
 
 import pytest
+from sandbox_graders import CAN_REFUSE_NAMESPACES
+from sandbox_graders import without_user_namespaces as run_without_user_namespaces
 
 from autograder.corpus import case
 from autograder.sandbox import Cell, Limits, Sandbox, SandboxPool
 
-REPO = Path(__file__).resolve().parent.parent
-NO_USER_NAMESPACES = ["unshare", "--user", "--map-root-user", "sh", "-c",
-                      'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
 needs_unshare = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or shutil.which("unshare") is None,
-    reason="a machine without user namespaces is made with unshare(1) on Linux")
-
-
-def run_without_user_namespaces(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8",
-           "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    return subprocess.run([*NO_USER_NAMESPACES, *argv], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=300)
+    not CAN_REFUSE_NAMESPACES, reason="a machine without user namespaces is made with "
+    "unshare(1) on Linux")
 
 
 @needs_unshare

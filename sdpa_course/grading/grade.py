@@ -14,6 +14,11 @@ The pipeline, in order (each step its own module):
 
 A student the kit cannot grade is `failed` with a reason: kept out of the gradebook's scores,
 listed in the report and in `--json`, and the exit status is 1.
+
+Student code runs only in the sandbox's isolation: where this machine refuses it, `grade`
+stops before grading anyone and says what to do (`KitError`). `--unsafe-no-isolation`
+(`isolation="unsafe-none"`) grades anyway; the class result, the summary, the class report
+and every student's report then say so.
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from traitlets import Float
 from traitlets.config import Configurable
 
 from autograder.engine import grade_submission
+from autograder.sandbox import Limits
 from sdpa_course.course.directory import Course
-from sdpa_course.engine_call import Engine
+from sdpa_course.engine_call import ISOLATED, UNSAFE, Engine, require_isolation, sandbox_pool
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.grading.gradebook import has_submission, shared_gradebook
 from sdpa_course.grading.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
@@ -49,8 +55,26 @@ class ClassGrading(Configurable):
     submission_deadline = Float(
         300.0,
         help="Seconds a worker may spend on one submission before it is stopped and the "
-             "submission reported as failed (the engine's own limits apply per call).",
+             "submission reported as failed: a backstop for the kit itself, above the "
+             "sandbox's own budget per submission (Limits.submission_seconds), after which "
+             "a submission is graded with its time-outs.",
     ).tag(config=True)
+
+
+def _deadline(settings: ClassGrading) -> float:
+    """The configured deadline, refused if it would cut the sandbox's own budget short."""
+    budget = Limits().submission_seconds
+    if settings.submission_deadline <= budget + DEADLINE_MARGIN:
+        raise KitError(f"ClassGrading.submission_deadline must stay above the sandbox's budget "
+                       f"per submission ({budget:g} s) plus {DEADLINE_MARGIN:g} s for the rest "
+                       f"of its grading, not {settings.submission_deadline:g}")
+    return settings.submission_deadline
+
+
+DEADLINE_MARGIN = 60.0  # the suites, diagnoses and recording around a submission's budget
+UNSAFE_NOTE = ("UNSAFE: graded with --unsafe-no-isolation: student code ran without the "
+               "sandbox's isolation, as the grader, able to read and change its files and "
+               "reach the network")
 
 
 @dataclass
@@ -61,6 +85,7 @@ class ClassResult:
     records: dict[str, dict]
     graded_now: list[str] = field(default_factory=list)
     reports: dict[str, Path] = field(default_factory=dict)
+    isolation: str = ISOLATED  # "unsafe-none" after --unsafe-no-isolation
 
     @property
     def failed(self) -> list[str]:
@@ -71,6 +96,7 @@ class ClassResult:
         keys = ("status", "score", "max_score", "exercises", "error")
         return {
             "assignment": self.assignment,
+            "isolation": self.isolation,
             "students": {
                 student: {key: record.get(key) for key in keys}
                 | {"warnings": record.get("warnings", [])}
@@ -178,22 +204,26 @@ class _GradingRun:
 
 def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = False,
                  progress_stream=None, scheduler: str | None = None,
-                 engine: Engine = grade_submission) -> ClassResult:
+                 engine: Engine = grade_submission, isolation: str = ISOLATED) -> ClassResult:
     """Grade every submission of the course; the plain function behind `sdpa-course grade`.
 
     The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
     at `scheduler` (`sdpa_course.grading.dask_executor`); the rest of the pipeline is the same.
     `engine` grades one notebook file: the kit's own unless a test passes a stand-in (local
     processes only: Dask workers always run the kit's engine, as installed on them).
+    `isolation` is the sandbox's: KitError before anyone is graded where this machine (or a
+    Dask worker) refuses "namespaces"; "unsafe-none" is `--unsafe-no-isolation`.
     """
     if scheduler and engine is not grade_submission:
         raise ValueError("a stand-in engine grades in local processes only, not on Dask workers")
+    if isolation not in (ISOLATED, UNSAFE):
+        raise ValueError(f"isolation must be {ISOLATED!r} or {UNSAFE!r}, not {isolation!r}")
     course = Course.open(course_dir)
     submitted = course.root / course.coursedir.submitted_directory
     submissions = find_submissions(submitted, course.assignment, course.notebook)
     if not submissions:
         raise KitError(f"no submissions: nothing under {submitted}/<student>/{course.assignment}/")
-    result = ClassResult(course.assignment, {})
+    result = ClassResult(course.assignment, {}, isolation=isolation)
     settings = ClassGrading(config=course.config)
     with warnings.catch_warnings():
         _quiet_known_warnings()
@@ -203,10 +233,16 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
                 # deferred: Dask is an optional extra, needed only with --scheduler
                 from sdpa_course.grading.dask_executor import DaskExecutor
 
-                executor = DaskExecutor(scheduler)
+                executor = DaskExecutor(scheduler, isolation=isolation)
             else:
+                deadline = settings.submission_deadline
+                if engine is grade_submission:  # the kit's sandbox: refuse before any worker
+                    deadline = _deadline(settings)
+                    probe = sandbox_pool(isolation)
+                    require_isolation(probe)
+                    probe.close()
                 executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
-                                      deadline=settings.submission_deadline, engine=engine)
+                                      deadline=deadline, engine=engine, isolation=isolation)
             # workers first: they start before the gradebook connection exists
             with executor as pool, \
                     shared_gradebook(course.db_url, course.course_id) as gradebook, \
@@ -216,11 +252,16 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
                 _GradingRun(course, recorder, pool, progress, result).grade(todo)
 
     result.records = dict(sorted(result.records.items()))
-    result.reports = write_class_report(result.records, course.reports_dir, course.assignment)
+    unsafe = [s for s, r in result.records.items() if r.get("isolation") == UNSAFE]
+    note = f"{UNSAFE_NOTE} (students: {', '.join(unsafe)})" if unsafe else ""
+    result.reports = write_class_report(result.records, course.reports_dir, course.assignment,
+                                        note=note)
     return result
 
 
 def _print_summary(result: ClassResult, stream) -> None:
+    if result.isolation == UNSAFE:
+        print(UNSAFE_NOTE + "\n", file=stream)
     width = max([len(s) for s in result.records] + [7])
     print(f"{'student':<{width}}  {'status':<7}  {'score':>11}  notes", file=stream)
     for student, record in result.records.items():
@@ -242,10 +283,11 @@ def _print_summary(result: ClassResult, stream) -> None:
 def grade_class(
     course_dir: Path, *, workers: int | None = None, force: bool = False, as_json: bool = False,
     scheduler: str | None = None, engine: Engine = grade_submission,
+    isolation: str = ISOLATED,
 ) -> int:
     """`sdpa-course grade`: exit status 0 when every student is graded, 1 when any failed."""
     result = grade_course(Path(course_dir), workers=workers, force=force, scheduler=scheduler,
-                          engine=engine)
+                          engine=engine, isolation=isolation)
     if as_json:
         json.dump(result.as_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

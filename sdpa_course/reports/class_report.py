@@ -109,7 +109,7 @@ def _plot_diagnoses(counts: Counter, path: Path) -> None:
     plt.close(fig)
 
 
-def _html(records: dict[str, dict], counts: Counter, assignment: str) -> str:
+def _html(records: dict[str, dict], counts: Counter, assignment: str, note: str) -> str:
     graded = [r for r in records.values() if r["status"] == GRADED]
     failed = [r for r in records.values() if r["status"] == FAILED]
     mean = sum(r["score"] for r in graded) / len(graded) if graded else 0.0
@@ -132,6 +132,7 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2em .6em}
 img{{max-width:100%}}</style>
 </head><body>
 <h1>Class report: {html.escape(assignment)}</h1>
+{f'<p><strong>{html.escape(note)}</strong></p>' if note else ''}
 <p>{len(records)} students: {len(graded)} graded, {len(failed)} failed.
 Mean automatic score of the graded: {mean:.2f} / {top:g}. Scores per student:
 <a href="scores.csv">scores.csv</a>.</p>
@@ -145,8 +146,10 @@ Mean automatic score of the graded: {mean:.2f} / {top:g}. Scores per student:
 """
 
 
-def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str) -> dict:
-    """Write the report files; return their paths by name."""
+def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str,
+                       note: str = "") -> dict:
+    """Write the report files; return their paths by name. `note` heads the report (how the
+    run graded, when an instructor must know: --unsafe-no-isolation)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = diagnosis_counts(records)
     paths = {
@@ -158,5 +161,6 @@ def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str)
     write_csv(records, paths["scores (CSV)"])
     _plot_scores(records, paths["score histograms"])
     _plot_diagnoses(counts, paths["diagnosis chart"])
-    paths["class report"].write_text(_html(records, counts, assignment), encoding="utf-8")
+    paths["class report"].write_text(_html(records, counts, assignment, note),
+                                     encoding="utf-8")
     return paths
