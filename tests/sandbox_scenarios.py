@@ -118,11 +118,13 @@ def identity(pool: SandboxPool, context: dict) -> dict:
             if key in STATUS_KEYS:
                 status[key] = value.split()
         uid, pid, cwd, home = os.getuid(), os.getpid(), os.getcwd(), os.environ['HOME']
+        own_cgroup = open("/proc/self/cgroup").read()
         namespaces = {{k: os.stat('/proc/self/ns/' + k).st_ino
                       for k in ('net', 'pid', 'ipc', 'mnt', 'user')}}
         """)
     try:
-        result = _values(sandbox, "status", "uid", "pid", "cwd", "home", "namespaces")
+        result = _values(sandbox, "status", "uid", "pid", "cwd", "home", "namespaces",
+                         "own_cgroup")
         result.update(sandbox_uid=sandbox.uid, host_status=_status(sandbox.pid),
                       host_namespaces=_namespaces(sandbox.pid), warnings=sandbox.warnings,
                       isolation=sandbox.isolation, cgroup=_cgroup_settings(sandbox.pid))

@@ -161,6 +161,8 @@ def test_student_lives_in_namespaces_of_its_own(results):
     assert inside == identity["host_namespaces"]
     for kind in ("net", "pid", "ipc", "mnt", "user"):
         assert inside[kind] != grader_ns[kind], kind
+    # its cgroup namespace: it sees its cgroups as roots, not the grader's cgroup paths
+    assert all(line.endswith(":/") for line in identity["own_cgroup"].splitlines())
 
 
 def test_no_file_of_the_course_the_kit_the_grader_or_other_students_is_readable(results):

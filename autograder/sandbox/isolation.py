@@ -77,8 +77,10 @@ def _private_tmp(disk_mb: int, held: list[str]) -> None:
 
 def isolate_worker(disk_mb: int, held: list[str], owner: int) -> None:
     """In a new PID namespace's init, still root of the zygote's user namespace: new mount,
-    IPC and network namespaces, /proc, private /tmp and /dev/shm, the empty workdir."""
-    kernel.unshare(kernel.CLONE_NEWNS | kernel.CLONE_NEWIPC | kernel.CLONE_NEWNET)
+    IPC, network and cgroup namespaces (its cgroups joined already: it sees them as its
+    root), /proc, private /tmp and /dev/shm, the empty workdir."""
+    kernel.unshare(kernel.CLONE_NEWNS | kernel.CLONE_NEWIPC | kernel.CLONE_NEWNET
+                   | kernel.CLONE_NEWCGROUP)
     _private_tmp(disk_mb, held)  # before /proc: HOLD is /proc's mountpoint
     kernel.mount("proc", "/proc", "proc", kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC)
     kernel.mount("tmpfs", "/dev/shm", "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV

@@ -149,7 +149,8 @@ def _worker_main(request: dict, fds: list[int], setup: Setup, blocker: ImportBlo
         pass
     blocker.degraded = setup.mode != isolation.NAMESPACES
     blocker.hidden_paths = tuple(request.get("hidden", ())) if blocker.degraded else ()
-    sys.path[:] = [entry for entry in sys.path if not _inside(entry, blocker.hidden_paths)]
+    if blocker.hidden_paths:
+        sys.path[:] = [entry for entry in sys.path if not _inside(entry, blocker.hidden_paths)]
     blocker.install_finder()
     blocker.install_audit_hook()
     # Before any student code: the trusted side takes this message's credentials as our pid.
