@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -412,6 +414,28 @@ def test_gradebook_passed_as_hidden_path_is_unreadable(tmp_path):
         with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
             sandbox.start()
             assert sandbox.get("seen") == ""
+
+
+@linux_root
+def test_hidden_paths_inside_a_mounted_system_directory_are_masked():
+    """A course kept under /usr (bound whole into the sandbox) is masked when passed."""
+    course = Path(tempfile.mkdtemp(prefix="sdpa-test-course-", dir="/usr/local/share"))
+    try:
+        (course / "gradebook.db").write_text("secret")
+        course.chmod(0o755)
+        (course / "gradebook.db").chmod(0o644)
+        source = (f"import os\ntry:\n    seen = open({str(course / 'gradebook.db')!r}).read()\n"
+                  f"except OSError:\n    seen = ''\nlisted = os.listdir({str(course)!r})")
+        seen = {}
+        for hidden in ([], [course]):
+            with SandboxPool(hidden_paths=hidden) as pool:
+                with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
+                    sandbox.start()
+                    seen[bool(hidden)] = (sandbox.get("seen"), sandbox.get("listed"))
+    finally:
+        shutil.rmtree(course)
+    assert seen[False] == ("secret", ["gradebook.db"])  # /usr is there: the premise
+    assert seen[True] == ("", [])
 
 
 @linux_root
