@@ -225,9 +225,22 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
         raise KitError(f"no submissions: nothing under {submitted}/<student>/{course.assignment}/")
     result = ClassResult(course.assignment, {}, isolation=isolation)
     settings = ClassGrading(config=course.config)
+    probe = None  # the kit's sandbox, started while the gradebook is read: refused before
+    if not scheduler and engine is grade_submission:  # any worker starts, where unavailable
+        deadline = _deadline(settings)
+        probe = sandbox_pool(isolation)
+        probe.start(wait=False)
+    else:
+        deadline = settings.submission_deadline
     with warnings.catch_warnings():
         _quiet_known_warnings()
-        todo, result.records = _recorded(course, submissions, force)
+        try:
+            todo, result.records = _recorded(course, submissions, force)
+            if todo and probe is not None:
+                require_isolation(probe)
+        finally:
+            if probe is not None:
+                probe.close()
         if todo:
             if scheduler:
                 # deferred: Dask is an optional extra, needed only with --scheduler
@@ -235,12 +248,6 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
 
                 executor = DaskExecutor(scheduler, isolation=isolation)
             else:
-                deadline = settings.submission_deadline
-                if engine is grade_submission:  # the kit's sandbox: refuse before any worker
-                    deadline = _deadline(settings)
-                    probe = sandbox_pool(isolation)
-                    require_isolation(probe)
-                    probe.close()
                 executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
                                       deadline=deadline, engine=engine, isolation=isolation)
             # workers first: they start before the gradebook connection exists
