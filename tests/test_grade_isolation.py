@@ -5,6 +5,7 @@ refusing machine: `sandbox_graders.without_user_namespaces`."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import textwrap
@@ -15,7 +16,13 @@ from sandbox_graders import CAN_REFUSE_NAMESPACES, without_user_namespaces
 
 from autograder.sandbox import Limits
 from sdpa_course.errors import KitError
-from sdpa_course.grading.grade import DEADLINE_MARGIN, ClassGrading, grade_course
+from sdpa_course.grading.grade import (
+    DEADLINE_MARGIN,
+    ClassGrading,
+    ClassResult,
+    _print_summary,
+    grade_course,
+)
 
 needs_unshare = pytest.mark.skipif(
     not CAN_REFUSE_NAMESPACES, reason="a machine without user namespaces is made with "
@@ -56,8 +63,15 @@ def test_grade_with_unsafe_no_isolation_grades_and_records_it_everywhere(tmp_pat
     assert record["isolation"] == "unsafe-none"
     page = (course / "reports/sdpa/class_report.html").read_text()
     assert "UNSAFE: graded with --unsafe-no-isolation" in page and "ada" in page
-    summary = without_user_namespaces(grade_command(course, "--unsafe-no-isolation"), tmp_path)
-    assert summary.stdout.startswith("UNSAFE: graded with --unsafe-no-isolation")
+
+
+def test_the_summary_of_an_unsafe_run_begins_by_saying_so():
+    summary = io.StringIO()
+    _print_summary(ClassResult("sdpa", {}, isolation="unsafe-none"), summary)
+    assert summary.getvalue().startswith("UNSAFE: graded with --unsafe-no-isolation")
+    summary = io.StringIO()
+    _print_summary(ClassResult("sdpa", {}), summary)
+    assert "UNSAFE" not in summary.getvalue()
 
 
 def test_an_isolated_run_records_namespaces(tmp_path):
