@@ -147,8 +147,8 @@ def _worker_main(request: dict, fds: list[int], setup: Setup, blocker: ImportBlo
         sys.stderr.reconfigure(line_buffering=True)
     except (AttributeError, ValueError):
         pass
-    blocker.degraded = setup.mode != isolation.NAMESPACES
-    blocker.hidden_paths = tuple(request.get("hidden", ())) if blocker.degraded else ()
+    blocker.unsafe = setup.mode != isolation.NAMESPACES
+    blocker.hidden_paths = tuple(request.get("hidden", ())) if blocker.unsafe else ()
     if blocker.hidden_paths:
         sys.path[:] = [entry for entry in sys.path if not _inside(entry, blocker.hidden_paths)]
     blocker.install_finder()
