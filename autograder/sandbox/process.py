@@ -171,12 +171,16 @@ class WorkerProcess:
         self.pid = pid
         try:  # signals through a pidfd cannot hit a recycled pid
             self.pidfd = os.pidfd_open(pid)
-            if os.stat(f"/proc/{pid}/ns/pid").st_ino != message.get("pidns"):
-                raise ProcessLookupError(pid)
         except ProcessLookupError:
             raise RuntimeError("the sandbox worker exited while starting") from None
         except (AttributeError, OSError):
             self.pidfd = -1
+        try:  # still the process that said "ready" (not a pid recycled in between)?
+            same = os.stat(f"/proc/{pid}/ns/pid").st_ino == message.get("pidns")
+        except OSError:
+            same = self.pidfd >= 0  # no view of it: the pidfd opened at once is the best
+        if not same:
+            raise RuntimeError("the sandbox worker exited while starting")
 
     # -- low level --------------------------------------------------------------------------
 
@@ -276,6 +280,8 @@ class WorkerProcess:
                 os.killpg(self.pid, signum)
             if self.pidfd >= 0:
                 signal.pidfd_send_signal(self.pidfd, signum)
+            else:  # a kernel without pidfds (before Linux 5.3)
+                os.kill(self.pid, signum)
         except OSError:
             pass
 
