@@ -114,14 +114,14 @@ def _read(path: str) -> str:
         return source.read()
 
 
-def _remove_tree(directory: str) -> None:
-    """rmdir a cgroup and its children, killing what still runs there; waits briefly for
-    exiting processes, gives up quietly (a later pool removes stale directories)."""
+def _remove_tree(directory: str, kill: bool = True) -> None:
+    """rmdir a cgroup and its children, killing what still runs there (with `kill`); waits
+    briefly for exiting processes, gives up quietly (a later pool removes stale directories)."""
     for entry in sorted(os.scandir(directory), key=lambda e: e.name) if os.path.isdir(
             directory) else ():
         if entry.is_dir(follow_symlinks=False):
-            _remove_tree(entry.path)
-    deadline = time.monotonic() + REMOVE_SECONDS
+            _remove_tree(entry.path, kill)
+    deadline = time.monotonic() + (REMOVE_SECONDS if kill else 0)
     while True:
         try:
             os.rmdir(directory)
@@ -129,7 +129,7 @@ def _remove_tree(directory: str) -> None:
         except FileNotFoundError:
             return
         except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+            if exc.errno != errno.EBUSY or not kill or time.monotonic() > deadline:
                 return
         try:
             for pid in _read(os.path.join(directory, "cgroup.procs")).split():
@@ -150,7 +150,8 @@ def _alive(pid: int) -> bool:
 
 
 def _remove_stale(parent: str) -> None:
-    """Remove the pool directories of grading processes that died without cleaning up."""
+    """Remove the empty pool directories of grading processes that died without cleaning up
+    (a pid may be alive in another PID namespace: what still runs there is left alone)."""
     try:
         entries = os.listdir(parent)
     except OSError:
@@ -158,7 +159,7 @@ def _remove_stale(parent: str) -> None:
     for name in entries:
         found = re.fullmatch(POOL_PREFIX + r"(\d+)-[0-9a-f]+", name)
         if found and not _alive(int(found.group(1))):
-            _remove_tree(os.path.join(parent, name))
+            _remove_tree(os.path.join(parent, name), kill=False)
 
 
 @dataclass
