@@ -60,6 +60,8 @@ def test_budget_stops_many_slow_cells_and_what_ran_keeps_its_points(pool):
     assert exercises["ex2"]["score"] < 6 and exercises["ex3"]["score"] < 11
     assert "timeout" in exercises["ex3"]["diagnoses"]
     assert "kit_errors" not in report
+    messages = [t["message"] for t in exercises["ex3"]["tests"] if not t["passed"]]
+    assert all("time budget was used up" in m for m in messages), messages
 
 
 def test_budget_spent_in_calls_makes_later_calls_time_outs_and_values_still_readable(pool):
