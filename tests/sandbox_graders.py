@@ -32,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GRADERS = ("root", "user", "no-sys-admin")
+USERS_GID = 100  # a supplementary group, as an ordinary user has (the sandbox cannot drop it)
 NO_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--"]
 NO_USER_NAMESPACES = ["unshare", "--user", "--map-root-user", "sh", "-c",
                       'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
@@ -107,7 +108,7 @@ def make_user(workdir: Path) -> Grader:
         path.chmod(0o755)
     return Grader("user", str(venv / "bin" / "python"),
                   ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
-                   "--clear-groups", "--"], home, user.pw_uid)
+                   f"--groups={USERS_GID}", "--"], home, user.pw_uid)
 
 
 def remove_user(grader: Grader) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from autograder.sandbox import Cell, Limits, Sandbox, SandboxPool, StudentError
 
 LIMITS = Limits(cell_seconds=20, call_seconds=20, submission_seconds=120, cpu_seconds=30)
-STATUS_KEYS = ("Uid", "Gid", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs",
+STATUS_KEYS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs",
                "Seccomp")
 
 

@@ -151,8 +151,10 @@ def test_student_has_no_capabilities_no_new_privs_seccomp_and_its_own_uid(result
     host_uid = identity["host_status"]["Uid"]
     if grader.name == "user":  # one uid only can be mapped: the grader's, holding nothing
         assert host_uid == [str(grader.uid)] * 4
+        assert status["Groups"] == ["65534"]  # its group, not droppable, shows unmapped
     else:
         assert host_uid == [str(uid)] * 4  # a spare uid of its own, never root
+        assert status["Groups"] == []
 
 
 def test_student_lives_in_namespaces_of_its_own(results):

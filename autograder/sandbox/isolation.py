@@ -116,8 +116,9 @@ def confine(landlock_abi: int) -> None:
         seccomp.install()
 
 
-def check_confined(uid: int) -> None:
-    """Refuse to serve unless the kernel reports the student's credentials as intended."""
+def check_confined(uid: int, spare_uids: bool) -> None:
+    """Refuse to serve unless the kernel reports the student's credentials as intended. (An
+    ordinary user's supplementary groups cannot be dropped without privilege: they remain.)"""
     status = kernel.process_status()
     problems = [f"{key} is {status.get(key)}" for key in
                 ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
@@ -126,8 +127,11 @@ def check_confined(uid: int) -> None:
         problems.append("no_new_privs is not set")
     if seccomp.available() and status.get("Seccomp") != "2":
         problems.append("the seccomp filter is not in force")
-    if status.get("Uid", "").split() != [str(uid)] * 4:
-        problems.append(f"uids are {status.get('Uid')}")
+    for ids in ("Uid", "Gid"):
+        if status.get(ids, "").split() != [str(uid)] * 4:
+            problems.append(f"{ids} is {status.get(ids)}")
+    if spare_uids and status.get("Groups", "").split():
+        problems.append(f"supplementary groups are {status.get('Groups')}")
     if problems:
         raise RuntimeError("worker isolation incomplete: " + "; ".join(problems))
 

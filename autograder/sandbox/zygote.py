@@ -125,7 +125,7 @@ def _worker_main(request: dict, fds: list[int], setup: Setup, blocker: ImportBlo
     isolation.apply_limits(limits, isolation.address_space_bytes(), setup.mode)
     if setup.mode == isolation.NAMESPACES:
         isolation.confine(setup.landlock_abi)
-        isolation.check_confined(uid)
+        isolation.check_confined(uid, setup.spare_uids)
     if kernel.LINUX:
         kernel.die_with_parent(signal.SIGKILL)
     os.chdir(workdir)
