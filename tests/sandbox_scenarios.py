@@ -23,8 +23,8 @@ from pathlib import Path
 from autograder.sandbox import Cell, Limits, Sandbox, SandboxPool, StudentError
 
 LIMITS = Limits(cell_seconds=20, call_seconds=20, submission_seconds=120, cpu_seconds=30)
-STATUS_KEYS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs",
-               "Seccomp")
+STATUS_KEYS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
+               "NoNewPrivs", "Seccomp")
 
 
 def _sandbox(pool: SandboxPool, *sources: str, limits: Limits = LIMITS) -> Sandbox:
