@@ -56,6 +56,7 @@ def _grade(args: argparse.Namespace) -> int:
     return grade_class(
         Path(args.course_dir), workers=args.workers, force=args.force, as_json=args.json,
         scheduler=args.scheduler,
+        isolation="unsafe-none" if args.unsafe_no_isolation else "namespaces",
     )
 
 
@@ -103,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade on the workers of this Dask scheduler (e.g. tcp://host:8786) "
                         "instead of local processes (--workers is then ignored)")
     p.add_argument("--json", action="store_true", help="print the class result as JSON")
+    p.add_argument("--unsafe-no-isolation", action="store_true",
+                   help="where this machine refuses the sandbox's isolation (user namespaces), "
+                        "run student code without it, as you: it can read and change your "
+                        "files and reach the network. Recorded in every report")
     p.set_defaults(func=_grade)
 
     p = sub.add_parser("feedback", help="regenerate feedback after hand grading in formgrader")

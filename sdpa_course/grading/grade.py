@@ -14,6 +14,11 @@ The pipeline, in order (each step its own module):
 
 A student the kit cannot grade is `failed` with a reason: kept out of the gradebook's scores,
 listed in the report and in `--json`, and the exit status is 1.
+
+Student code runs only in the sandbox's isolation: where this machine refuses it, `grade`
+stops before grading anyone and says what to do (`KitError`). `--unsafe-no-isolation`
+(`isolation="unsafe-none"`) grades anyway; the class result, the summary, the class report
+and every student's report then say so.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ from traitlets import Float
 from traitlets.config import Configurable
 
 from autograder.engine import grade_submission
+from autograder.sandbox import Limits
 from sdpa_course.course.directory import Course
-from sdpa_course.engine_call import Engine
+from sdpa_course.engine_call import ISOLATED, UNSAFE, Engine, require_isolation, sandbox_pool
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.grading.feedback import refresh_feedback
 from sdpa_course.grading.gradebook import has_submission, shared_gradebook
@@ -53,8 +59,26 @@ class ClassGrading(Configurable):
     submission_deadline = Float(
         300.0,
         help="Seconds a worker may spend on one submission before it is stopped and the "
-             "submission reported as failed (the engine's own limits apply per call).",
+             "submission reported as failed: a backstop for the kit itself, above the "
+             "sandbox's own budget per submission (Limits.submission_seconds), after which "
+             "a submission is graded with its time-outs.",
     ).tag(config=True)
+
+
+def _deadline(settings: ClassGrading) -> float:
+    """The configured deadline, refused if it would cut the sandbox's own budget short."""
+    budget = Limits().submission_seconds
+    if settings.submission_deadline <= budget + DEADLINE_MARGIN:
+        raise KitError(f"ClassGrading.submission_deadline must stay above the sandbox's budget "
+                       f"per submission ({budget:g} s) plus {DEADLINE_MARGIN:g} s for the rest "
+                       f"of its grading, not {settings.submission_deadline:g}")
+    return settings.submission_deadline
+
+
+DEADLINE_MARGIN = 60.0  # the suites, diagnoses and recording around a submission's budget
+UNSAFE_NOTE = ("UNSAFE: graded with --unsafe-no-isolation: student code ran without the "
+               "sandbox's isolation, as the grader, able to read and change its files and "
+               "reach the network")
 
 
 @dataclass
@@ -68,6 +92,8 @@ class ClassResult:
     refreshed: list[str] = field(default_factory=list)  # feedback regenerated for hand marks
     missing: list[str] = field(default_factory=list)  # in the gradebook, nothing submitted
     marks: dict[str, dict] = field(default_factory=dict)  # the gradebook's hand marks
+    isolation: str = ISOLATED  # "unsafe-none" after --unsafe-no-isolation
+    note: str = ""  # heads the class report: how this run graded, when an instructor must know
 
     @property
     def failed(self) -> list[str]:
@@ -78,6 +104,7 @@ class ClassResult:
         keys = ("status", "score", "max_score", "extra_credit", "exercises", "error")
         return {
             "assignment": self.assignment,
+            "isolation": self.isolation,
             "students": {
                 student: {key: record.get(key) for key in keys}
                 | {"warnings": record.get("warnings", []),
@@ -191,36 +218,53 @@ class _GradingRun:
 
 def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = False,
                  progress_stream=None, scheduler: str | None = None,
-                 engine: Engine = grade_submission) -> ClassResult:
+                 engine: Engine = grade_submission, isolation: str = ISOLATED) -> ClassResult:
     """Grade every submission of the course; the plain function behind `sdpa-course grade`.
 
     The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
     at `scheduler` (`sdpa_course.grading.dask_executor`); the rest of the pipeline is the same.
     `engine` grades one notebook file: the kit's own unless a test passes a stand-in (local
     processes only: Dask workers always run the kit's engine, as installed on them).
+    `isolation` is the sandbox's: KitError before anyone is graded where this machine (or a
+    Dask worker) refuses "namespaces"; "unsafe-none" is `--unsafe-no-isolation`.
     """
     if scheduler and engine is not grade_submission:
         raise ValueError("a stand-in engine grades in local processes only, not on Dask workers")
     started = time.monotonic()  # the progress line's clock: the whole run, start-up included
+    if isolation not in (ISOLATED, UNSAFE):
+        raise ValueError(f"isolation must be {ISOLATED!r} or {UNSAFE!r}, not {isolation!r}")
     course = Course.open(course_dir)
     submitted = course.root / course.coursedir.submitted_directory
     submissions = find_submissions(submitted, course.assignment, course.notebook)
     if not submissions:
         raise KitError(f"no submissions: nothing under {submitted}/<student>/{course.assignment}/")
-    result = ClassResult(course.assignment, {})
+    result = ClassResult(course.assignment, {}, isolation=isolation)
     settings = ClassGrading(config=course.config)
+    probe = None  # the kit's sandbox, started while the gradebook is read: refused before
+    if not scheduler and engine is grade_submission:  # any worker starts, where unavailable
+        deadline = _deadline(settings)
+        probe = sandbox_pool(isolation)
+        probe.start(wait=False)
+    else:
+        deadline = settings.submission_deadline
     with warnings.catch_warnings():
         _quiet_known_warnings()
-        todo, result.records = _recorded(course, submissions, force)
+        try:
+            todo, result.records = _recorded(course, submissions, force)
+            if todo and probe is not None:
+                require_isolation(probe)
+        finally:
+            if probe is not None:
+                probe.close()
         if todo:
             if scheduler:
                 # deferred: Dask is an optional extra, needed only with --scheduler
                 from sdpa_course.grading.dask_executor import DaskExecutor
 
-                executor = DaskExecutor(scheduler)
+                executor = DaskExecutor(scheduler, isolation=isolation)
             else:
                 executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
-                                      deadline=settings.submission_deadline, engine=engine)
+                                      deadline=deadline, engine=engine, isolation=isolation)
             # workers first: they start before the gradebook connection exists
             with executor as pool, \
                     shared_gradebook(course.db_url, course.course_id) as gradebook, \
@@ -243,6 +287,8 @@ def after_grading(course: Course, result: ClassResult, *, force_feedback: bool =
     graded student whose marks (or comments, or late penalty) differ from those their page was
     written with gets a new page (all of them with `force_feedback`).
     """
+    unsafe = [s for s, r in result.records.items() if r.get("isolation") == UNSAFE]
+    result.note = f"{UNSAFE_NOTE} (students: {', '.join(unsafe)})" if unsafe else ""
     with shared_gradebook(course.db_url, course.course_id) as gradebook:
         graded = [s for s, r in result.records.items() if r["status"] == records.GRADED]
         result.marks = class_marks(gradebook, course.assignment, course.notebook, graded)
@@ -251,11 +297,13 @@ def after_grading(course: Course, result: ClassResult, *, force_feedback: bool =
         result.missing = [s for s in gradebook_students(gradebook) if s not in result.records]
     result.reports = write_class_report(result.records, course.reports_dir, course.assignment,
                                         marks=result.marks, missing=result.missing,
-                                        notebook=course.notebook)
+                                        notebook=course.notebook, note=result.note)
 
 
 def _print_summary(result: ClassResult, stream) -> None:
     """The table of results; every student-controlled string escaped for the terminal."""
+    if result.isolation == UNSAFE:
+        print(UNSAFE_NOTE + "\n", file=stream)
     ids = {student: for_terminal(student) for student in result.records}
     width = max([len(s) for s in ids.values()] + [7])
     print(f"{'student':<{width}}  {'status':<7}  {'score':>11}  notes", file=stream)
@@ -295,10 +343,11 @@ def _print_summary(result: ClassResult, stream) -> None:
 def grade_class(
     course_dir: Path, *, workers: int | None = None, force: bool = False, as_json: bool = False,
     scheduler: str | None = None, engine: Engine = grade_submission,
+    isolation: str = ISOLATED,
 ) -> int:
     """`sdpa-course grade`: exit status 0 when every student is graded, 1 when any failed."""
     result = grade_course(Path(course_dir), workers=workers, force=force, scheduler=scheduler,
-                          engine=engine)
+                          engine=engine, isolation=isolation)
     if as_json:
         json.dump(result.as_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
