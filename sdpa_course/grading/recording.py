@@ -67,6 +67,7 @@ class SubmissionRecorder:
         self.cell_ids = self.grade_ids | {cell.name for cell in notebook.solution_cells}
         self.locked_sources = {cell.name: cell.source for cell in notebook.source_cells
                                if cell.locked}
+        self.known_ids = {cell.name for cell in notebook.source_cells} | self.cell_ids
         self.source_dir = Path(course.coursedir.format_path(
             course.coursedir.source_directory, ".", course.assignment))
 
@@ -89,7 +90,7 @@ class SubmissionRecorder:
     def prepare(self, submission: Submission) -> tuple[Path, list[str]]:
         """nbgrader's sanitising pass; the path the engine grades and any warnings."""
         nb, warnings = read_submitted_notebook(submission, self.cell_ids, self.grade_ids,
-                                               self.locked_sources)
+                                               self.locked_sources, self.known_ids)
         dest = self.course.folder("autograded", submission.student)
         if dest.exists():
             shutil.rmtree(dest)
