@@ -12,7 +12,7 @@ import io
 
 import nbformat
 import pytest
-from class_course import ASSIGNMENT, NOTEBOOK, run_tool
+from class_course import ASSIGNMENT, NOTEBOOK, WRONG_CASE, run_tool
 from formgrader_ui import go_to, open_formgrader, row
 from playwright_api import expect
 
@@ -35,11 +35,24 @@ def hand_graded_points(release) -> float:
                if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "markdown")
 
 
+def expected_scores() -> dict[str, float]:
+    """What each student must get, from the answer key and the corpus, not from the kit's
+    own output: formgrader is then held to absolute numbers."""
+    from autograder.corpus import case
+    from autograder.exercises import MAX_SCORE
+
+    return {"ada": MAX_SCORE, "ben": case(WRONG_CASE).expected_score}
+
+
 def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reaches_the_export(
         page, lab, graded_course, steps):
     students = graded_course.grades["students"]
     assert sorted(students) == ["ada", "ben"]
     assert all(record["status"] == "graded" for record in students.values()), students
+    expected = expected_scores()
+    assert expected["ben"] < expected["ada"] == 20
+    assert {s: r["score"] for s, r in students.items()} == expected
+    assert all(record["max_score"] == 20 for record in students.values())
     release = nbformat.read(str(graded_course.release), as_version=4)
     by_hand = hand_graded_points(release)
     assert by_hand == 2
@@ -53,19 +66,19 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
     with steps.step("Manage Students lists the class with the kit's scores"):
         go_to(frame, "Manage Students")
         frame.locator("#main-table").scroll_into_view_if_needed()
-        for student, record in students.items():
+        for student, score in expected.items():
             expect(row(frame, "td.id", student).locator("td.score")).to_have_text(
-                f"{points(record['score'])} / {points(record['max_score'] + by_hand)}")
+                f"{points(score)} / {points(20 + by_hand)}")
 
     with steps.step("Manual Grading lists every submission's code score, hand grading pending"):
         go_to(frame, "Manual Grading")
         go_to(frame, ASSIGNMENT)
         go_to(frame, NOTEBOOK)
         frame.locator("#main-table").scroll_into_view_if_needed()
-        for student, record in students.items():
+        for student, score in expected.items():
             submission = row(frame, "a.name-shown", student)
             expect(submission.locator("td.code-score")).to_have_text(
-                f"{points(record['score'])} / {points(record['max_score'])}")
+                f"{points(score)} / {points(20)}")
             expect(submission.locator("td.written-score")).to_have_text(f"0 / {points(by_hand)}")
             expect(submission.locator("td.needs-manual-grade .glyphicon-ok")).to_have_count(1)
 
@@ -84,8 +97,7 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
         assert saved.value.ok, f"formgrader did not save the score: HTTP {saved.value.status}"
         expect(score_box).not_to_have_class("needs_manual_grade")
 
-    hand_graded = students[STUDENT_GRADED_BY_HAND]
-    total = hand_graded["score"] + HAND_SCORE
+    total = expected[STUDENT_GRADED_BY_HAND] + HAND_SCORE  # 21.5 of 22
     with steps.step("the submission list shows the hand score, nothing left to grade"):
         go_to(frame, NOTEBOOK)  # the page's breadcrumb back to the notebook's submissions
         frame.locator("#main-table").scroll_into_view_if_needed()
@@ -93,14 +105,14 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
         expect(submission.locator("td.written-score")).to_have_text(
             f"{points(HAND_SCORE)} / {points(by_hand)}")
         expect(submission.locator("td.score")).to_have_text(
-            f"{points(total)} / {points(hand_graded['max_score'] + by_hand)}")
+            f"{points(total)} / {points(20 + by_hand)}")
         expect(submission.locator("td.needs-manual-grade .glyphicon-ok")).to_have_count(0)
 
     with steps.step("Manage Students shows the new total"):
         go_to(frame, "Manage Students")
         frame.locator("#main-table").scroll_into_view_if_needed()
         expect(row(frame, "td.id", STUDENT_GRADED_BY_HAND).locator("td.score")).to_have_text(
-            f"{points(total)} / {points(hand_graded['max_score'] + by_hand)}")
+            f"{points(total)} / {points(20 + by_hand)}")
 
     with steps.step("nbgrader export includes the hand score"):
         run_tool(["nbgrader", "export"], cwd=graded_course.root)
@@ -108,8 +120,8 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
             io.StringIO((graded_course.root / "grades.csv").read_text()))}
         assert set(exported) == set(students)
         assert float(exported[STUDENT_GRADED_BY_HAND]["score"]) == pytest.approx(total)
-        for student, record in students.items():
+        for student, score in expected.items():
             assert exported[student]["assignment"] == ASSIGNMENT
-            assert float(exported[student]["max_score"]) == record["max_score"] + by_hand
+            assert float(exported[student]["max_score"]) == 20 + by_hand
             if student != STUDENT_GRADED_BY_HAND:
-                assert float(exported[student]["score"]) == pytest.approx(record["score"])
+                assert float(exported[student]["score"]) == pytest.approx(score)
