@@ -138,14 +138,15 @@ def _populate_dev(root: str) -> None:
         os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
 
 
-def _private_root_dir() -> tuple[str, str]:
+def _private_root_dir(font_cache: str = "") -> tuple[str, str]:
     """A directory for the new root: (its path, the host directory left behind or "").
 
     When nothing to bind lives under /tmp, a tmpfs over /tmp (private to this mount
     namespace) holds it and nothing is left on the host; otherwise a host temporary directory
-    serves as the mount point and must be removed once the zygote has stopped.
+    serves as the mount point and must be removed once the zygote has stopped. The font
+    cache counts: under /tmp (XDG_CACHE_HOME there), a tmpfs over /tmp would hide it.
     """
-    sources = [*SYSTEM_DIRS, *python_trees()]
+    sources = [*SYSTEM_DIRS, *python_trees(), *filter(None, [font_cache])]
     if not any(os.path.realpath(p) == "/tmp" or os.path.realpath(p).startswith("/tmp/")
                for p in sources if os.path.exists(p)):
         mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
@@ -163,7 +164,7 @@ def build_root(hidden: list[str], font_cache: str = "") -> tuple[str, str]:
     directory so its font list survives from one zygote to the next. Call in a new mount
     namespace.
     """
-    root, leftover = _private_root_dir()
+    root, leftover = _private_root_dir(font_cache)
     for top in SYSTEM_DIRS:
         if os.path.islink(top):
             os.symlink(os.readlink(top), root + top)
