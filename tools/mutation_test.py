@@ -1,0 +1,214 @@
+"""Mutation testing of the modules that decide a grade or a boundary, with cosmic-ray.
+
+    .venv/bin/python tools/mutation_test.py --list            # the targets and their tests
+    .venv/bin/python tools/mutation_test.py sdpa_ref records  # run some targets
+    .venv/bin/python tools/mutation_test.py --all --jobs 2    # every target, two at a time
+
+Each target is a set of modules and the fast tests that should notice any change to them.
+cosmic-ray changes one thing in one module at a time (an operator, a comparison, a number, a
+`break`, ...), runs the target's tests, and the change (the mutant) is *killed* when they fail
+and *survives* when they pass: a survivor is behaviour no test holds.
+
+Each target runs in its own copy of the working tree (the files git tracks or would track) in
+a temporary folder, so a stopped run never leaves a mutant in the checkout; PYTHONPATH points
+the processes the tests start (the CLI, the sandbox, workers) at the copy too. cosmic-ray is
+installed into this interpreter's environment on first use (`pip install cosmic-ray`; it is
+not in the test extra, so `make test` does not install it). Results: a summary per target on
+stdout, and each survivor's diff in OUT/<target>.txt (default OUT: mutation-results/).
+
+Not run by the test suite: a full run takes hours on 2 cores (each mutant reruns its tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+COSMIC_RAY = "cosmic-ray>=8.4,<9"
+PYTEST = "-m pytest -x -q -p no:cacheprovider"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    modules: tuple[str, ...]  # files or packages, relative to the checkout
+    tests: str  # pytest arguments: files and -k/-m selections
+    note: str = ""
+
+
+TARGETS = {t.name: t for t in (
+    Target("sdpa_ref", ("sdpa_ref/__init__.py", "sdpa_ref/softmax.py", "sdpa_ref/attention.py",
+                        "sdpa_ref/masks.py", "sdpa_ref/flash.py"),
+           "tests/test_ref_softmax.py tests/test_ref_attention.py tests/test_ref_masks.py "
+           "tests/test_ref_flash.py",
+           "sdpa_ref/torch_masks.py is tested only against PyTorch (tests/test_ref_torch.py)"),
+    Target("compare", ("autograder/compare.py",),
+           "tests/test_engine_parts.py tests/test_corpus.py"),
+    Target("diagnoses", ("autograder/diagnoses",),
+           "tests/test_engine_parts.py tests/test_corpus.py"),
+    Target("limits", ("autograder/sandbox/limits.py",),
+           "tests/test_docs.py tests/test_sandbox.py -k 'limit or memory or timeout or output'"),
+    Target("isolation", ("autograder/sandbox/isolation.py",), "tests/test_sandbox.py"),
+    Target("recording", ("sdpa_course/grading/recording.py",
+                         "sdpa_course/grading/submissions.py"),
+           "tests/test_grade.py -m 'not slow'"),
+    Target("records", ("sdpa_course/reports/records.py",),
+           "tests/test_records.py tests/test_grade.py -m 'not slow' -k "
+           "'rerun or interrupted or resubmission or timestamp or json or failed'"),
+)}
+
+
+def ensure_cosmic_ray() -> None:
+    if importlib.util.find_spec("cosmic_ray") is None:
+        print(f"installing {COSMIC_RAY} into {sys.prefix} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", COSMIC_RAY],
+                       check=True)
+
+
+def copy_tree(dest: Path) -> None:
+    """The checkout's files as git sees them (tracked, or new and not ignored)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
+    for name in listed.stdout.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+
+
+def environment(tree: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def tool(name: str) -> str:
+    return str(BIN / name)
+
+
+def run_target(target: Target, out: Path, keep: bool) -> dict:
+    """Mutate, test, report: the target's counts, its survivors written to OUT/<name>.txt."""
+    work = Path(tempfile.mkdtemp(prefix=f"mutation-{target.name}-"))
+    tree = work / "tree"
+    tree.mkdir()
+    try:
+        copy_tree(tree)
+        env = environment(tree)
+        test_command = f"{sys.executable} {PYTEST} {target.tests}"
+        started = time.monotonic()
+        baseline = subprocess.run(test_command, shell=True, cwd=tree, env=env,
+                                  capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        if baseline.returncode != 0:
+            return {"target": target.name, "error": "the tests fail without any mutant:\n"
+                    + baseline.stdout[-3000:] + baseline.stderr[-2000:]}
+        config = work / "config.toml"
+        modules = ", ".join(json.dumps(str(tree / m)) for m in target.modules)
+        config.write_text(
+            "[cosmic-ray]\n"
+            f"module-path = [{modules}]\n"
+            f"timeout = {max(60.0, 4 * seconds):.0f}\n"
+            "excluded-modules = []\n"
+            f"test-command = {json.dumps(test_command)}\n"
+            "[cosmic-ray.distributor]\nname = \"local\"\n")
+        session = work / "session.sqlite"
+        for command in ([tool("cosmic-ray"), "init", str(config), str(session)],
+                        [tool("cr-filter-pragma"), str(session)],
+                        [tool("cosmic-ray"), "exec", str(config), str(session)]):
+            done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                return {"target": target.name, "error": f"{' '.join(command)} failed:\n"
+                        + done.stderr[-3000:]}
+        dump = subprocess.run([tool("cosmic-ray"), "dump", str(session)], cwd=tree, env=env,
+                              capture_output=True, text=True, check=True).stdout
+        return summarise(target, dump, tree, out, seconds)
+    finally:
+        if keep:
+            print(f"{target.name}: kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def summarise(target: Target, dump: str, tree: Path, out: Path, seconds: float) -> dict:
+    counts = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
+    survivors = []
+    for line in dump.splitlines():
+        item, result = json.loads(line)
+        if result is None:
+            counts["pending"] += 1
+            continue
+        if result.get("worker_outcome") == "skipped":
+            counts["skipped"] += 1
+            continue
+        outcome = result.get("test_outcome")
+        counts[outcome if outcome in counts else "incompetent"] += 1
+        if outcome == "survived":
+            survivors.append((item, result))
+    lines = [f"# {target.name}: {sum(counts.values())} mutants, "
+             + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+             + f"\n# tests: {target.tests} ({seconds:.0f} s unmutated)"]
+    for item, result in survivors:
+        for mutation in item["mutations"]:
+            where = Path(mutation["module_path"]).relative_to(tree)
+            lines.append(f"\n## {where}:{mutation['start_pos'][0]} "
+                         f"{mutation['operator_name']} #{mutation['occurrence']}")
+        lines.append(result.get("diff", "").replace(str(tree) + "/", ""))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{target.name}.txt").write_text("\n".join(lines) + "\n")
+    return {"target": target.name, **counts, "report": str(out / f"{target.name}.txt")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("targets", nargs="*", metavar="TARGET",
+                        help=f"one or more of: {', '.join(TARGETS)}")
+    parser.add_argument("--all", action="store_true", help="every target")
+    parser.add_argument("--list", action="store_true", help="list the targets and stop")
+    parser.add_argument("--jobs", type=int, default=1, help="targets run side by side")
+    parser.add_argument("--out", type=Path, default=ROOT / "mutation-results")
+    parser.add_argument("--keep", action="store_true", help="keep each target's work folder")
+    args = parser.parse_args()
+    unknown = [t for t in args.targets if t not in TARGETS]
+    if unknown:
+        parser.error(f"unknown targets {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
+    if args.list or not (args.targets or args.all):
+        for target in TARGETS.values():
+            print(f"{target.name:<10} {' '.join(target.modules)}\n{'':<10} tests: {target.tests}"
+                  + (f"\n{'':<10} note: {target.note}" if target.note else ""))
+        return 0
+    ensure_cosmic_ray()
+    chosen = list(TARGETS.values()) if args.all else [TARGETS[t] for t in args.targets]
+    print("start: load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
+    failed = False
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for result in pool.map(lambda t: run_target(t, args.out, args.keep), chosen):
+            if "error" in result:
+                failed = True
+                print(f"{result['target']}: {result['error']}", flush=True)
+            else:
+                counts = ", ".join(f"{result[k]} {k}" for k in
+                                   ("killed", "survived", "incompetent", "skipped", "pending")
+                                   if result[k])
+                print(f"{result['target']}: {counts}; survivors in {result['report']}",
+                      flush=True)
+    print("end: load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
