@@ -13,8 +13,11 @@ Each target runs in its own copy of the working tree (the files git tracks or wo
 a temporary folder, so a stopped run never leaves a mutant in the checkout; PYTHONPATH points
 the processes the tests start (the CLI, the sandbox, workers) at the copy too. cosmic-ray is
 installed into this interpreter's environment on first use (`pip install cosmic-ray`; it is
-not in the test extra, so `make test` does not install it). Results: a summary per target on
-stdout, and each survivor's diff in OUT/<target>.txt (default OUT: mutation-results/).
+not in the test extra, so `make test` does not install it). Mutants inside type annotations
+of a module with `from __future__ import annotations` are skipped: never evaluated, they
+cannot change what runs. `# pragma: no mutate` on a line skips its mutants too. Results: a
+summary per target on stdout, and each survivor's diff in OUT/<target>.txt (default OUT:
+mutation-results/).
 
 Not run by the test suite: a full run takes hours on 2 cores (each mutant reruns its tests).
 """
@@ -22,6 +25,7 @@ Not run by the test suite: a full run takes hours on 2 cores (each mutant reruns
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import importlib.util
 import json
@@ -87,6 +91,54 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(ROOT / name, dest / name)
 
 
+def annotation_spans(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where a module's type annotations are, when `from __future__ import annotations`
+    means they are never evaluated: a mutant there changes nothing that runs."""
+    module = ast.parse(path.read_text())
+    lazy = any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+               and any(alias.name == "annotations" for alias in node.names)
+               for node in module.body)
+    if not lazy:
+        return []
+    spans = []
+    for node in ast.walk(module):
+        notes = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            notes = [a.annotation for a in (*arguments.posonlyargs, *arguments.args,
+                                             *arguments.kwonlyargs, arguments.vararg,
+                                             arguments.kwarg) if a is not None]
+            notes.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            notes = [node.annotation]
+        spans += [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset))
+                  for n in notes if n is not None]
+    return spans
+
+
+def skip_annotation_mutants(session: Path) -> int:
+    """Mark the mutants inside never-evaluated annotations as skipped; how many."""
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    spans: dict[str, list] = {}
+    skipped = 0
+    with use_db(str(session)) as db:
+        for item in list(db.pending_work_items):
+            for mutation in item.mutations:
+                path = str(mutation.module_path)
+                if path not in spans:
+                    spans[path] = annotation_spans(Path(path))
+                start = tuple(mutation.start_pos)
+                if any(a <= start < b for a, b in spans[path]):
+                    db.set_result(item.job_id, WorkResult(
+                        output="in a type annotation, never evaluated", test_outcome=None,
+                        diff=None, worker_outcome=WorkerOutcome.SKIPPED))
+                    skipped += 1
+                    break
+    return skipped
+
+
 def environment(tree: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
@@ -127,7 +179,11 @@ def run_target(target: Target, out: Path, keep: bool) -> dict:
         session = work / "session.sqlite"
         for command in ([tool("cosmic-ray"), "init", str(config), str(session)],
                         [tool("cr-filter-pragma"), str(session)],
+                        "annotations",
                         [tool("cosmic-ray"), "exec", str(config), str(session)]):
+            if command == "annotations":
+                skip_annotation_mutants(session)
+                continue
             done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 return {"target": target.name, "error": f"{' '.join(command)} failed:\n"
