@@ -1,7 +1,7 @@
 """Mutation testing of the modules that decide a grade or a boundary, with cosmic-ray.
 
     .venv/bin/python tools/mutation_test.py --list            # the targets and their tests
-    .venv/bin/python tools/mutation_test.py sdpa_ref records  # run some targets
+    .venv/bin/python tools/mutation_test.py sdpa_ref records  # some targets or groups
     .venv/bin/python tools/mutation_test.py --all --jobs 2    # every target, two at a time
 
 Each target is a set of modules and the fast tests that should notice any change to them.
@@ -53,11 +53,14 @@ class Target:
 
 
 TARGETS = {t.name: t for t in (
-    Target("sdpa_ref", ("sdpa_ref/__init__.py", "sdpa_ref/softmax.py", "sdpa_ref/attention.py",
-                        "sdpa_ref/masks.py", "sdpa_ref/flash.py"),
-           "tests/test_ref_softmax.py tests/test_ref_attention.py tests/test_ref_masks.py "
-           "tests/test_ref_flash.py",
-           "sdpa_ref/torch_masks.py is tested only against PyTorch (tests/test_ref_torch.py)"),
+    Target("ref-softmax", ("sdpa_ref/softmax.py",),
+           "tests/test_ref_softmax.py tests/test_ref_attention.py"),
+    Target("ref-attention", ("sdpa_ref/attention.py", "sdpa_ref/masks.py",
+                             "sdpa_ref/__init__.py"),
+           "tests/test_ref_attention.py tests/test_ref_masks.py"),
+    Target("ref-flash", ("sdpa_ref/flash.py",), "tests/test_ref_flash.py"),
+    Target("ref-torch-masks", ("sdpa_ref/torch_masks.py",), "tests/test_ref_masks.py",
+           "also checked against PyTorch itself in tests/test_ref_torch.py when installed"),
     Target("compare", ("autograder/compare.py",),
            "tests/test_engine_parts.py tests/test_corpus.py"),
     Target("diagnoses", ("autograder/diagnoses",),
@@ -72,6 +75,12 @@ TARGETS = {t.name: t for t in (
            "tests/test_records.py tests/test_grade.py -m 'not slow' -k "
            "'rerun or interrupted or resubmission or timestamp or json or failed'"),
 )}
+# Names for several targets at once.
+GROUPS = {
+    "sdpa_ref": ("ref-softmax", "ref-attention", "ref-flash", "ref-torch-masks"),
+    "sandbox": ("limits", "isolation"),
+    "grading": ("recording", "records"),
+}
 
 
 def ensure_cosmic_ray() -> None:
@@ -232,23 +241,28 @@ def main() -> int:
         description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="*", metavar="TARGET",
-                        help=f"one or more of: {', '.join(TARGETS)}")
+                        help=f"one or more of: {', '.join(TARGETS)}; or a group: "
+                             + "; ".join(f"{g} = {', '.join(ts)}" for g, ts in GROUPS.items()))
     parser.add_argument("--all", action="store_true", help="every target")
     parser.add_argument("--list", action="store_true", help="list the targets and stop")
     parser.add_argument("--jobs", type=int, default=1, help="targets run side by side")
     parser.add_argument("--out", type=Path, default=ROOT / "mutation-results")
     parser.add_argument("--keep", action="store_true", help="keep each target's work folder")
     args = parser.parse_args()
-    unknown = [t for t in args.targets if t not in TARGETS]
+    names = [n for t in args.targets for n in GROUPS.get(t, (t,))]
+    unknown = [t for t in names if t not in TARGETS]
     if unknown:
-        parser.error(f"unknown targets {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
+        parser.error(f"unknown targets {', '.join(unknown)}: choose from "
+                     f"{', '.join([*TARGETS, *GROUPS])}")
     if args.list or not (args.targets or args.all):
+        for group, members in GROUPS.items():
+            print(f"group {group}: {', '.join(members)}")
         for target in TARGETS.values():
-            print(f"{target.name:<10} {' '.join(target.modules)}\n{'':<10} tests: {target.tests}"
-                  + (f"\n{'':<10} note: {target.note}" if target.note else ""))
+            print(f"{target.name:<16} {' '.join(target.modules)}\n{'':<16} tests: {target.tests}"
+                  + (f"\n{'':<16} note: {target.note}" if target.note else ""))
         return 0
     ensure_cosmic_ray()
-    chosen = list(TARGETS.values()) if args.all else [TARGETS[t] for t in args.targets]
+    chosen = list(TARGETS.values()) if args.all else [TARGETS[t] for t in dict.fromkeys(names)]
     print("start: load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     failed = False
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
