@@ -1,8 +1,9 @@
 """`sdpa-course grade --scheduler`: a class graded on a real Dask cluster on loopback.
 
 A `dask scheduler` and two `dask worker` processes (tests/dask_cluster.py) grade a class of 50
-(the answer key twice, a broken notebook and every case of the engine's corpus but the two
-that spin until a time limit, built as notebooks the way the demo does) while one worker is
+(the answer key twice, a broken notebook and 47 cases of the engine's corpus: every hostile
+one but the two that spin until a time limit, and the first correct and mistaken ones, built
+as notebooks the way the demo does) while one worker is
 killed in the middle of a task; the same class is graded by the local
 pool, and both must agree student by student. A second, smaller class sees its scheduler
 killed: the run stops with a clear message and a consistent gradebook, and a rerun on a new
@@ -35,6 +36,14 @@ SLOW_CASES = {"loop-at-import", "loop-in-call"}  # each spins until a time limit
 BROKEN = "broken-json"
 
 
+def class_corpus() -> list:
+    """47 corpus cases: every hostile one but the slow, then correct and mistaken ones."""
+    eligible = [case for case in cases() if case.name not in SLOW_CASES]
+    hostile = [case for case in eligible if case.kind == "hostile"]
+    others = [case for case in eligible if case.kind != "hostile"]
+    return others[: 47 - len(hostile)] + hostile
+
+
 def build_class(course: Path, corpus: list) -> list[str]:
     key = answer_key()
     submit(course, "answer-key", key)
@@ -64,7 +73,7 @@ def gradebook_students(course: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def class_of_50(tmp_path_factory) -> tuple[Path, list[str]]:
     course = released_course(tmp_path_factory.mktemp("class50") / "course")
-    students = build_class(course, [c for c in cases() if c.name not in SLOW_CASES])
+    students = build_class(course, class_corpus())
     assert len(students) == 50
     return course, students
 
