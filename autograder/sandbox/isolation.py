@@ -138,15 +138,14 @@ def _populate_dev(root: str) -> None:
         os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
 
 
-def _private_root_dir(font_cache: str = "") -> tuple[str, str]:
+def _private_root_dir() -> tuple[str, str]:
     """A directory for the new root: (its path, the host directory left behind or "").
 
     When nothing to bind lives under /tmp, a tmpfs over /tmp (private to this mount
     namespace) holds it and nothing is left on the host; otherwise a host temporary directory
-    serves as the mount point and must be removed once the zygote has stopped. The font
-    cache counts: under /tmp (XDG_CACHE_HOME there), a tmpfs over /tmp would hide it.
+    serves as the mount point and must be removed once the zygote has stopped.
     """
-    sources = [*SYSTEM_DIRS, *python_trees(), *filter(None, [font_cache])]
+    sources = [*SYSTEM_DIRS, *python_trees()]
     if not any(os.path.realpath(p) == "/tmp" or os.path.realpath(p).startswith("/tmp/")
                for p in sources if os.path.exists(p)):
         mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
@@ -164,7 +163,10 @@ def build_root(hidden: list[str], font_cache: str = "") -> tuple[str, str]:
     directory so its font list survives from one zygote to the next. Call in a new mount
     namespace.
     """
-    root, leftover = _private_root_dir(font_cache)
+    # held open before /tmp may be covered: the cache can live under /tmp (XDG_CACHE_HOME)
+    cache = (os.open(font_cache, os.O_PATH | os.O_DIRECTORY)
+             if font_cache and os.path.isdir(font_cache) else -1)
+    root, leftover = _private_root_dir()
     for top in SYSTEM_DIRS:
         if os.path.islink(top):
             os.symlink(os.readlink(top), root + top)
@@ -177,8 +179,9 @@ def build_root(hidden: list[str], font_cache: str = "") -> tuple[str, str]:
     _populate_dev(root)
     for path in ("/proc", "/tmp", RUNTIME_HOLD, ZYGOTE_MPLCONFIGDIR):
         os.makedirs(root + path, exist_ok=True)
-    if font_cache and os.path.isdir(font_cache):
-        _bind(font_cache, root + ZYGOTE_MPLCONFIGDIR, readonly=False)
+    if cache >= 0:
+        _bind(f"/proc/self/fd/{cache}", root + ZYGOTE_MPLCONFIGDIR, readonly=False)
+        os.close(cache)
     os.chmod(root + "/tmp", 0o1777)
     for path in hidden:
         real = os.path.realpath(path)
