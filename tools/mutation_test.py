@@ -168,6 +168,7 @@ def run_target(target: Target, out: Path, keep: bool) -> dict:
     try:
         copy_tree(tree)
         env = environment(tree)
+        env["XDG_CACHE_HOME"] = str(work / "cache")  # cosmic-ray's plugins cache their lists
         test_command = f"{sys.executable} {PYTEST} {target.tests}"
         started = time.monotonic()
         baseline = subprocess.run(test_command, shell=True, cwd=tree, env=env,
