@@ -69,6 +69,12 @@ def test_loading_skips_a_damaged_record_and_names_a_record_by_its_student(tmp_pa
     assert loaded["dee"]["score"] == 3.0
 
 
+def test_loading_skips_a_record_that_cannot_be_read(tmp_path):
+    records.save_record(tmp_path, records.graded_record("ada", REPORT, "f1", []))
+    (records.results_dir(tmp_path) / "ben.json").mkdir()  # not a file: reading it fails
+    assert set(records.load_records(tmp_path)) == {"ada"}
+
+
 def test_no_results_folder_means_no_records(tmp_path):
     assert records.load_records(tmp_path) == {}
 
