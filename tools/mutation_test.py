@@ -62,9 +62,11 @@ TARGETS = {t.name: t for t in (
     Target("ref-torch-masks", ("sdpa_ref/torch_masks.py",), "tests/test_ref_masks.py",
            "also checked against PyTorch itself in tests/test_ref_torch.py when installed"),
     Target("compare", ("autograder/compare.py",),
-           "tests/test_engine_parts.py tests/test_corpus.py"),
+           "tests/test_tolerances.py tests/test_hostile_values.py tests/test_engine_parts.py "
+           "tests/test_corpus.py"),
     Target("diagnoses", ("autograder/diagnoses",),
-           "tests/test_engine_parts.py tests/test_corpus.py"),
+           "tests/test_hostile_values.py tests/test_engine_parts.py tests/test_corpus.py "
+           "tests/test_names.py"),
     Target("limits", ("autograder/sandbox/limits.py",),
            "tests/test_docs.py tests/test_sandbox.py -k 'limit or memory or timeout or output'"),
     Target("isolation", ("autograder/sandbox/isolation.py",), "tests/test_sandbox.py"),
