@@ -375,9 +375,12 @@ def test_run_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
         submit(course, student, with_code(answer_key(), "import time\ntime.sleep(0.7)"))
     results = course / "reports" / "sdpa" / "results"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # Ctrl-C as a terminal sends it, even when this test runs where SIGINT is ignored (a
+    # background job of a shell without job control passes that on to its children)
     run = subprocess.Popen(
         [sys.executable, "-m", "sdpa_course.cli", "grade", "--course-dir", str(course),
-         "--workers", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+         "--workers", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not (results.is_dir() and len(list(results.glob("*.json"))) >= 2):
         assert time.monotonic() < deadline and run.poll() is None
