@@ -72,7 +72,27 @@ TARGETS = {t.name: t for t in (
     Target("isolation", ("autograder/sandbox/isolation.py",), "tests/test_sandbox.py"),
     Target("recording", ("sdpa_course/grading/recording.py",
                          "sdpa_course/grading/submissions.py"),
-           "tests/test_grade.py -m 'not slow'"),
+           # in this order (pytest keeps it): the quick ones first, so most mutants die early
+           " ".join(f"tests/test_grade.py::{name}" for name in (
+               "test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported",
+               "test_rerun_grades_nothing_already_recorded_and_force_regrades_all",
+               "test_resubmission_is_regraded_and_a_broken_one_leaves_no_stale_score",
+               "test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_"
+               "penalty",
+               "test_force_regrade_keeps_hand_given_marks",
+               "test_ignored_source_files_never_reach_autograded_or_feedback",
+               "test_a_course_database_elsewhere_is_honoured",
+               "test_interrupted_run_resumes_with_the_unrecorded_student",
+               "test_every_student_gets_a_status_and_the_failed_ones_a_reason",
+               "test_scores_reach_nbgrader_gradebook_with_partial_credit",
+               "test_written_answer_waits_for_a_hand_grade",
+               "test_submission_timestamp_is_recorded",
+               "test_failed_students_hold_no_score_in_the_gradebook",
+               "test_a_deleted_graded_cell_is_restored_and_scored",
+               "test_feedback_is_written_for_graded_students_only",
+               "test_json_of_a_failed_student_has_a_reason_and_no_score",
+               "test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_earned",
+           ))),
     Target("records", ("sdpa_course/reports/records.py",),
            "tests/test_records.py tests/test_grade.py -m 'not slow' -k 'test_records or "
            "rerun or interrupted or resubmission or timestamp or json or failed'"),
