@@ -62,8 +62,8 @@ TARGETS = {t.name: t for t in (
     Target("ref-torch-masks", ("sdpa_ref/torch_masks.py",), "tests/test_ref_masks.py",
            "also checked against PyTorch itself in tests/test_ref_torch.py when installed"),
     Target("compare", ("autograder/compare.py",),
-           "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py tests/test_engine_parts.py "
-           "tests/test_corpus.py"),
+           "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py "
+           "tests/test_engine_parts.py tests/test_corpus.py"),
     Target("diagnoses", ("autograder/diagnoses",),
            "tests/test_hostile_values.py tests/test_engine_parts.py tests/test_corpus.py "
            "tests/test_names.py"),
