@@ -31,7 +31,7 @@ def test_a_value_is_close_up_to_atol_plus_rtol_times_the_expected_value(expected
         expect_close(np.array([inside]), np.array([expected]), "x")
         assert FLOAT_RESULTS.ratio([inside], [expected]) == pytest.approx(0.9)
     for outside in (expected + 1.1 * allowed, expected - 1.1 * allowed):
-        with pytest.raises(Mismatch, match="x is wrong: the value "):
+        with pytest.raises(Mismatch, match="x is wrong: the value differs from"):
             expect_close(np.array([outside]), np.array([expected]), "x")
         assert FLOAT_RESULTS.ratio([outside], [expected]) == pytest.approx(1.1)
 
