@@ -133,7 +133,7 @@ def test_a_deleted_graded_cell_is_restored_and_scored(graded_class):
     course, result, _ = graded_class
     assert result.records["eve"]["status"] == "graded"
     assert any("ex3_autograded" in w for w in result.records["eve"]["warnings"])
-    assert not [w for w in result.records["ada"]["warnings"] if "edited" in w]
+    assert result.records["ada"]["warnings"] == []  # the answer key, as released: nothing to say
     with gradebook(course) as gb:
         assert gb.find_grade("ex3_autograded", "attention", "sdpa", "eve").score == 11.0
 
@@ -441,3 +441,25 @@ def test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported(
     assert "nbgrader" not in read.cells[1].metadata
     assert read.cells[1].source == "print('bonus')"  # still run, as an ordinary cell
     assert any(named in w and "removed" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("forged, more", [(10, ""), (25, " and 15 more")])
+def test_many_forged_cells_are_listed_ten_by_name_and_the_rest_counted(tmp_path, forged, more):
+    from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+
+    nb = new_notebook()
+    graded = new_code_cell("assert attention is not None")
+    graded.metadata["nbgrader"] = {"grade": True, "grade_id": "ex3_autograded", "points": 11}
+    nb.cells = [graded]
+    for i in range(forged):
+        cell = new_code_cell(f"print({i})")
+        cell.metadata["nbgrader"] = {"grade": True, "grade_id": f"bonus{i:02d}", "points": 9}
+        nb.cells.append(cell)
+    folder = tmp_path / "fay" / "sdpa"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "attention.ipynb"))
+    _, warnings = read_submitted_notebook(
+        Submission("fay", folder, folder / "attention.ipynb"), {"ex3_autograded"},
+        {"ex3_autograded"}, {})
+    [warning] = warnings
+    assert warning.endswith(": " + ", ".join(f"bonus{i:02d}" for i in range(10)) + more)
