@@ -8,6 +8,8 @@ loosened or tightened without a test noticing.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -42,6 +44,11 @@ def test_a_mismatch_counts_the_wrong_values():
     actual[0, 1] = actual[1, 2] = 0.5
     with pytest.raises(Mismatch, match="2 of 6 values differ"):
         expect_close(actual, expected, "attn")
+
+
+def test_the_tolerances_cannot_be_changed_by_the_code_that_uses_them():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FLOAT_RESULTS.rtol = 1.0  # type: ignore[misc]
 
 
 def test_the_ratio_of_nothing_is_zero_and_of_a_non_finite_error_infinite():
