@@ -463,3 +463,35 @@ def test_many_forged_cells_are_listed_ten_by_name_and_the_rest_counted(tmp_path,
         {"ex3_autograded"}, {})
     [warning] = warnings
     assert warning.endswith(": " + ", ".join(f"bonus{i:02d}" for i in range(10)) + more)
+
+
+def test_the_releases_own_cells_keep_their_metadata_graded_answer_and_locked_alike(tmp_path):
+    from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+
+    nb = new_notebook()
+    for grade_id, meta in (("ex1_answer", {"solution": True}),
+                           ("ex1_autograded", {"grade": True, "locked": True, "points": 3}),
+                           ("lesson", {"locked": True})):  # a read-only lesson cell
+        cell = new_code_cell(f"# {grade_id}")
+        cell.metadata["nbgrader"] = {"grade_id": grade_id, **meta}
+        nb.cells.append(cell)
+    folder = tmp_path / "kim" / "sdpa"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "attention.ipynb"))
+    read, warnings = read_submitted_notebook(
+        Submission("kim", folder, folder / "attention.ipynb"), {"ex1_answer", "ex1_autograded"},
+        {"ex1_autograded"}, {"lesson": "# lesson"})
+    assert warnings == []
+    assert [c.metadata["nbgrader"]["grade_id"] for c in read.cells] == [
+        "ex1_answer", "ex1_autograded", "lesson"]
+
+
+def test_a_notebook_left_with_one_answer_cell_is_still_this_assignments(small_class):
+    key = answer_key()
+    only = copy.deepcopy(key)
+    only.cells = [c for c in key.cells
+                  if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_answer"]
+    submit(small_class, "kim", only)
+    record = grade_course(small_class, workers=1).records["kim"]
+    assert record["status"] == "graded", record["error"]
+    assert any("deleted and restored" in w for w in record["warnings"])
