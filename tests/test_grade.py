@@ -495,3 +495,34 @@ def test_a_notebook_left_with_one_answer_cell_is_still_this_assignments(small_cl
     record = grade_course(small_class, workers=1).records["kim"]
     assert record["status"] == "graded", record["error"]
     assert any("deleted and restored" in w for w in record["warnings"])
+
+
+def _with_metadata(nb, grade_id: str, **changes):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            cell.metadata["nbgrader"].update(changes)
+    return nb
+
+
+def test_nbgrader_metadata_edited_on_the_releases_cells_is_put_back_as_released(small_class):
+    # each of these once made nbgrader refuse the whole notebook (a failed student), or
+    # would change what a cell is worth
+    key = answer_key()
+    edits = {
+        "kai": _with_metadata(key, "ex3_attention", points="abc"),
+        "lea": _with_metadata(key, "ex3_attention", schema_version=99),
+        "max": _with_metadata(key, "ex3_attention", grade=True, points=30),
+        "ned": _with_metadata(key, "ex3_autograded", points=50),
+        "oli": _with_metadata(key, "ex2_explain", solution=False, locked=True),
+    }
+    for student, nb in edits.items():
+        submit(small_class, student, nb)
+    result = grade_course(small_class, workers=1)
+    for student in edits:
+        record = result.records[student]
+        assert record["status"] == "graded", (student, record["error"])
+        assert any("put back as released" in w for w in record["warnings"]), student
+    with gradebook(small_class) as gb:
+        for student in edits:
+            assert gb.find_submission("sdpa", student).max_score == 22, student
