@@ -55,9 +55,12 @@ def grade_cells(
         )
         output, warnings = sandbox.output, list(sandbox.warnings)
         refused = sorted(sandbox.forbidden_imports)
+        isolation = sandbox.isolation
     if refused:
         warnings.append(f"the submission tried to import {', '.join(refused)}; refused")
-    return build_report(  # 5. score and report
+    report = build_report(  # 5. score and report
         submission, results, diagnoses, cells=cells, outcomes=outcomes, output=output,
         warnings=warnings,
     )
+    report["isolation"] = isolation  # "unsafe-none" only when asked for; warnings say so
+    return report

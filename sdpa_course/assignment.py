@@ -9,3 +9,4 @@ build note in a generated one). At the bottom of `sdpa_course` with `errors`: it
 ASSIGNMENT = "sdpa"
 NOTEBOOK = "attention"
 METADATA_KEY = "sdpa_course"
+REPORTS_DIRECTORY = "reports"  # reports/<assignment>/ in the course: the kit's records and report

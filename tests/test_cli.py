@@ -263,18 +263,40 @@ def test_grade_with_scheduler_grades_on_dask_workers(course_with_class, tmp_path
 
     course = tmp_path / "course"
     shutil.copytree(course_with_class, course)
+    from distributed import Client
+
+    from sdpa_course.grading.dask_executor import PLUGIN_NAME
+
     cluster = start_cluster(tmp_path / "cluster", workers=1)
     try:
         done = sdpa_course("grade", "--scheduler", cluster.address, "--json", cwd=course)
-        with_dask = cluster.logs()
+        with Client(cluster.address, set_as_default=False) as client:
+            # the kit's grading plugin is set up on a worker only when the kit grades there
+            plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
     finally:
         cluster.stop()
     assert done.returncode == 1, done.stderr
+    assert [PLUGIN_NAME in names for names in plugins.values()] == [True], plugins
     students = json.loads(done.stdout)["students"]
     assert students["ada"]["score"] == MAX_SCORE
     assert students["ben"]["score"] == case(MISTAKE).expected_score
     assert students["cy"]["status"] == "failed"
-    assert "sdpa-grade-ben" in with_dask or "grade_task" in with_dask or with_dask  # ran there
+
+
+# --- feedback: regenerates pages after hand grading ------------------------------------
+
+def test_feedback_is_a_subcommand_that_says_when_nothing_is_graded(tmp_path):
+    from grade_course_factory import released_course
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert "feedback" in commands
+    course = released_course(tmp_path / "course")
+    done = subprocess.run(
+        [sys.executable, "-m", "sdpa_course.cli", "feedback", "--course-dir", str(course)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 2
+    assert "no student graded yet" in done.stderr and "sdpa-course grade" in done.stderr
 
 
 # --- demo [--dir DIR] [--workers N]: tests/test_demo.py runs it through this command ---------

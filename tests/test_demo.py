@@ -75,3 +75,11 @@ def test_demo_command_grades_the_class_as_expected_and_says_where_to_look(tmp_pa
     for student, row in rows.items():
         page = course / "feedback" / student / "sdpa" / "attention.html"
         assert page.is_file() == (row["status"] == "graded"), student
+    graded = [s for s, r in rows.items() if r["status"] == "graded"]
+    assert len(graded) == len(demo_cases()) + 1
+    for student in graded:
+        assert (course / "feedback" / student / "sdpa" / "attention.html").is_file()
+    mistakes = [case for case in demo_cases() if case.kind == "mistake"]
+    for case in mistakes:  # each diagnosis in its exercise's column
+        for exercise, codes in case.diagnoses.items():
+            assert set(codes) <= set(rows[case.name][f"{exercise} diagnoses"].split()), case.name

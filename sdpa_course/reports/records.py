@@ -25,6 +25,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "exercises": report["exercises"],
         "error": None,
         "warnings": warnings,
+        "isolation": report.get("isolation", "namespaces"),  # how its code ran
         "fingerprint": fingerprint,
         "retry": False,
         "recorded_at": time.strftime("%Y-%m-%d %H:%M:%S"),
