@@ -230,7 +230,7 @@ def test_grade_reruns_skip_the_recorded_and_force_regrades_everyone(graded_json,
     again = sdpa_course("grade", "--workers", "1", cwd=course)
     assert again.returncode == 1  # cy still failed
     assert not_json(again.stdout)
-    assert "0 graded in this run" in again.stdout
+    assert "This run: 0 graded, 0 failed; 3 already recorded." in again.stdout
     summary = {line.split()[0]: line.split()[1:] for line in again.stdout.splitlines()
                if line.split() and line.split()[0] in ("ada", "ben", "cy")}
     assert summary["ada"][:4] == ["graded", f"{MAX_SCORE:g}", "/", f"{MAX_SCORE:g}"]

@@ -160,13 +160,12 @@ def _claims_points(nb):
     return nb
 
 
-def test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_earned(
-        course_template, tmp_path):
+def test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_earned(tmp_path):
     # the kit's real engine: a typical Exercise 3 mistake, with every trick above on top
     from autograder.corpus import case
     from sdpa_course.demo import notebook_from_source
 
-    course = copy_course(course_template, tmp_path / "course")
+    course = released_course(tmp_path / "course")  # the default deadline: the real engine
     mistake = case("ex3-mask-inverted")
     submit(course, "fay", _claims_points(notebook_from_source(answer_key(), mistake.source)))
     result = pipeline.grade_course(course, workers=1)
