@@ -1,5 +1,6 @@
 """The installed `sdpa-course` command, run as a user runs it: every command and flag of
-CONTRACT section 4 in a subprocess (no browser), checked on what it prints and exits with.
+CONTRACT section 4 in a subprocess (no browser), checked on what it prints, writes and exits
+with (`demo` in tests/test_demo.py).
 
 `grade` runs the kit's real engine on a small class: the answer key, a typical Exercise 3
 mistake from the engine's corpus and a broken notebook; the scores asserted are the
@@ -298,5 +299,30 @@ def test_feedback_is_a_subcommand_that_says_when_nothing_is_graded(tmp_path):
     assert done.returncode == 2
     assert "no student graded yet" in done.stderr and "sdpa-course grade" in done.stderr
 
+
+def test_feedback_regenerates_the_pages_whose_hand_marks_changed_and_all_with_force(
+        graded_json, tmp_path):
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / "course"
+    shutil.copytree(graded_json[0], course)
+    pages = {s: course / "feedback" / s / "sdpa" / "attention.html" for s in ("ada", "ben")}
+    nothing = sdpa_course("feedback", cwd=course)
+    assert nothing.returncode == 0, nothing.stderr
+    assert "Feedback regenerated for 0 students: none" in nothing.stdout
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        grade = gradebook.find_grade("ex2_explain", "attention", "sdpa", "ada")
+        grade.manual_score = 1.5
+        gradebook.db.commit()
+    before = {s: page.stat().st_mtime_ns for s, page in pages.items()}
+    marked = sdpa_course("feedback", cwd=course)
+    assert marked.returncode == 0, marked.stderr
+    assert "Feedback regenerated for 1 students: ada" in marked.stdout
+    assert pages["ada"].stat().st_mtime_ns != before["ada"]
+    assert pages["ben"].stat().st_mtime_ns == before["ben"]
+    forced = sdpa_course("feedback", "--force", cwd=course)
+    assert forced.returncode == 0, forced.stderr
+    assert "Feedback regenerated for 2 students: ada, ben" in forced.stdout
+    assert pages["ben"].stat().st_mtime_ns != before["ben"]
 
 # --- demo [--dir DIR] [--workers N]: tests/test_demo.py runs it through this command ---------
