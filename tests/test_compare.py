@@ -20,6 +20,7 @@ from autograder.compare import (
     as_array,
     as_floats,
     as_pair,
+    close,
     expect_close,
     significant_figures,
 )
@@ -36,6 +37,15 @@ def test_a_value_is_close_up_to_atol_plus_rtol_times_the_expected_value(expected
         with pytest.raises(Mismatch, match="x is wrong: the value differs from"):
             expect_close(np.array([outside]), np.array([expected]), "x")
         assert FLOAT_RESULTS.ratio([outside], [expected]) == pytest.approx(1.1)
+
+
+@pytest.mark.parametrize("expected", [0.0, 0.5, -2.0])
+def test_diagnosing_agrees_within_the_tolerance_and_not_beyond(expected):
+    allowed = FLOAT_RESULTS.atol + FLOAT_RESULTS.rtol * abs(expected)
+    assert close([expected + 0.9 * allowed], [expected])
+    assert not close([expected + 1.5 * allowed], [expected])
+    assert not close([expected], [expected, expected])  # another shape
+    assert not close([np.nan], [expected]) and not close("0.5", [expected])
 
 
 def test_a_mismatch_counts_the_wrong_values():

@@ -75,6 +75,10 @@ TARGETS = {t.name: t for t in (
            # in this order (pytest keeps it): the quick ones first, so most mutants die early
            " ".join(f"tests/test_grade.py::{name}" for name in (
                "test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported",
+               "test_many_forged_cells_are_listed_ten_by_name_and_the_rest_counted",
+               "test_the_releases_own_cells_keep_their_metadata_graded_answer_and_locked_alike",
+               "test_nbgrader_metadata_edited_on_the_releases_cells_is_put_back_as_released",
+               "test_a_notebook_left_with_one_answer_cell_is_still_this_assignments",
                "test_rerun_grades_nothing_already_recorded_and_force_regrades_all",
                "test_resubmission_is_regraded_and_a_broken_one_leaves_no_stale_score",
                "test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_"
