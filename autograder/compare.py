@@ -215,8 +215,9 @@ def expect_close(
         allowed = tolerance.atol + tolerance.rtol * np.abs(expected)  # expected.shape
         wrong = np.abs(actual - expected) > allowed  # expected.shape
     if np.any(wrong):
-        count = f"{int(wrong.sum())} of {wrong.size} values" if wrong.size > 1 else "the value"
-        raise Mismatch(f"{what} is wrong: {count} differ from the expected result", hint)
+        count = (f"{int(wrong.sum())} of {wrong.size} values differ" if wrong.size > 1
+                 else "the value differs")
+        raise Mismatch(f"{what} is wrong: {count} from the expected result", hint)
 
 
 def close(actual, expected, tolerance: Tolerance = FLOAT_RESULTS) -> bool:

@@ -1,10 +1,12 @@
-"""`sdpa-course check` on the answer key vs `nbgrader validate` on the same notebook.
+"""`sdpa-course check` on the answer key beside `nbgrader validate` on the same notebook.
 
     .venv/bin/python benchmarks/bench_check.py [--runs 5] [--notebook PATH] [--skip-nbgrader]
 
 Each command runs as a fresh process, as a student or instructor would run it, so start-up
-and imports count. Prints the median wall time of each and their ratio (target: check at
-least 3x faster than nbgrader validate, which took about 3.3 s on the reference machine).
+and imports count. The commands alternate (round r runs them in an order rotated by r, after
+one untimed warm-up round), so a change in the machine's load touches them alike. Prints the
+median wall time of each with every run, and their ratio (target: check at least 3x faster
+than nbgrader validate), and the machine's load average at the start and the end.
 """
 
 from __future__ import annotations
@@ -19,17 +21,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+CHECK = "sdpa-course check (answer key)"
+VALIDATE = "nbgrader validate (same notebook)"
 
 
-def wall_times(command: list[str], runs: int, *, env: dict[str, str]) -> list[float]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return times
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + \
+        f" (1, 5, 15 min) on {os.cpu_count()} cores"
+
+
+def wall_time(command: list[str], *, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return elapsed
 
 
 def main() -> int:
@@ -42,23 +49,31 @@ def main() -> int:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     notebook = str(args.notebook)
 
-    rows = {
+    commands = {
         "sdpa-course --help (start-up only)": [str(BIN / "sdpa-course"), "--help"],
-        "sdpa-course check (answer key)": [str(BIN / "sdpa-course"), "check", notebook],
+        CHECK: [str(BIN / "sdpa-course"), "check", notebook],
     }
     if not args.skip_nbgrader:
-        rows["nbgrader validate (same notebook)"] = [str(BIN / "nbgrader"), "validate",
-                                                     notebook]
+        commands[VALIDATE] = [str(BIN / "nbgrader"), "validate", notebook]
+    print(f"start: {load()}")
+    for command in commands.values():  # warm-up round, untimed: disk caches
+        wall_time(command, env=env)
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    labels = list(commands)
+    for round_ in range(args.runs):
+        shift = round_ % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            times[label].append(wall_time(commands[label], env=env))
+    print(f"end: {load()}")
+
+    print(f"{args.runs} runs each, alternating, median wall time; {args.notebook.name}")
     medians = {}
-    print(f"{args.runs} runs each, median wall time; {args.notebook.name}")
-    for label, command in rows.items():
-        times = wall_times(command, args.runs, env=env)
-        medians[label] = statistics.median(times)
-        spread = ", ".join(f"{t:.2f}" for t in times)
+    for label, runs in times.items():
+        medians[label] = statistics.median(runs)
+        spread = ", ".join(f"{t:.2f}" for t in runs)
         print(f"  {label:<38} {medians[label]:6.2f} s   ({spread})")
     if not args.skip_nbgrader:
-        ratio = medians["nbgrader validate (same notebook)"] / medians[
-            "sdpa-course check (answer key)"]
+        ratio = medians[VALIDATE] / medians[CHECK]
         print(f"  check is {ratio:.1f}x faster than nbgrader validate (target >= 3x)")
     return 0
 

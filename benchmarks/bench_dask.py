@@ -9,14 +9,19 @@ time limit), cycled to `--students` notebooks built the way the demo builds them
 1. The grading step alone, which is what the executors share the work of: the same notebooks
    through the local `WorkerPool` and through `DaskExecutor` on a Dask cluster on loopback
    (a `dask scheduler` and `dask worker --nworkers 1 --nthreads 1` processes), with 1 and 2
-   workers each. Timed from the first submit to the last outcome, after a warm-up batch (the
-   sandbox zygotes started); median of the repeats.
-2. The whole `sdpa-course grade` pipeline (nbgrader's passes, gradebook and feedback in the
+   workers each. Each cluster is started for its own run and stopped after it, so nothing of
+   Dask's competes for the 2 cores while the local pool is timed; the repeats alternate which
+   side goes first. Timed from the first submit to the last outcome, after a warm-up batch
+   (the sandbox zygotes started); median of the repeats, every run shown.
+2. What Dask adds per submission, measured inside each Dask run from its task stream: the
+   workers' wall time not spent computing a grade, per submission (not a difference between
+   a Dask run and a local run, which the noise of a shared machine would swamp).
+3. The whole `sdpa-course grade` pipeline (nbgrader's passes, gradebook and feedback in the
    instructor's process) with 2 local workers and with `--scheduler` on 2 Dask workers.
 
 Targets (issue 8): 2 Dask workers >= 1.7x the throughput of 1; Dask adds <= 10 ms per
-submission over the local pool. The machine's other load is printed with the figures: on a
-shared 2-core machine everything else running slows both sides.
+submission. The machine's load average is printed at the start and the end: on a shared
+2-core machine everything else running slows both sides.
 """
 
 from __future__ import annotations
@@ -76,12 +81,15 @@ def drive(executor, paths: list[Path], label: str) -> float:
     return elapsed
 
 
-def drive_on_dask(address: str, paths: list[Path], label: str) -> tuple[float, float, float]:
-    """`drive` on the cluster at `address`; also how busy its workers were (the fraction of
-    the wall time spent grading, averaged over workers) and the median task's seconds.
+def drive_on_dask(address: str, paths: list[Path], label: str) -> dict[str, float]:
+    """`drive` on the cluster at `address`, with what its task stream says about the run.
 
-    Busy workers whose tasks take longer than on one worker point to CPU contention (the
-    machine's other load), idle ones to Dask's own overhead."""
+    - busy: the fraction of the workers' wall time spent grading (computing tasks);
+    - task: the median task's compute seconds;
+    - idle per submission: the workers' wall time not spent computing, divided by the number
+      of submissions (shipping a notebook, scheduling, returning the report). Measured within
+      this one run, from the same clock as its wall time: not a difference between two runs.
+    """
     from distributed import Client, get_task_stream
 
     from sdpa_course.grading.dask_executor import DaskExecutor
@@ -93,8 +101,20 @@ def drive_on_dask(address: str, paths: list[Path], label: str) -> tuple[float, f
     computes = [span["stop"] - span["start"] for task in stream.data
                 if "warm" not in str(task["key"])
                 for span in task["startstops"] if span["action"] == "compute"]
-    busy = sum(computes) / (workers * elapsed)
-    return elapsed, busy, statistics.median(computes)
+    if len(computes) < len(paths):
+        sys.exit(f"{label}: the task stream saw {len(computes)} of {len(paths)} tasks")
+    return {"elapsed": elapsed, "busy": sum(computes) / (workers * elapsed),
+            "task": statistics.median(computes),
+            "idle": (workers * elapsed - sum(computes)) / len(paths)}
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + \
+        f" (1, 5, 15 min) on {os.cpu_count()} cores"
+
+
+def plural(k: int) -> str:
+    return f"{k} worker{'s' * (k > 1)}"
 
 
 def main() -> None:
@@ -110,68 +130,87 @@ def main() -> None:
     from sdpa_course.grading.grade import grade_course
     from sdpa_course.grading.workers import WorkerPool
 
+    print(f"start: {load()}")
     root = Path(tempfile.mkdtemp(prefix="bench-dask-"))
-    print(f"Building a class of {args.students} in {root} ...")
-    course = build_class(root, args.students)
-    paths = sorted((course / "submitted").glob("*/sdpa/attention.ipynb"))
-    n = len(paths)
-    print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.2f}")
-
-    times: dict[str, list[float]] = {}
-    utilisation: dict[str, list[tuple[float, float]]] = {}
-    clusters = {k: start_cluster(root / f"cluster{k}", workers=k) for k in (1, 2)}
     try:
+        print(f"Building a class of {args.students} in {root} ...")
+        course = build_class(root, args.students)
+        paths = sorted((course / "submitted").glob("*/sdpa/attention.ipynb"))
+        n = len(paths)
+
+        def local(k: int, rep: int) -> None:
+            label = f"local pool, {plural(k)}"
+            times.setdefault(label, []).append(
+                drive(WorkerPool(k, deadline=300.0), paths, f"r{rep}l{k}"))
+
+        def on_dask(k: int, rep: int) -> None:
+            # one cluster at a time, started for this run only: nothing else of Dask's runs
+            # while the local pool is timed, nor a second cluster while this one is
+            cluster = start_cluster(root / f"cluster-r{rep}-{k}", workers=k)
+            try:
+                run = drive_on_dask(cluster.address, paths, f"r{rep}d{k}")
+            finally:
+                cluster.stop()
+            label = f"Dask, {plural(k)}"
+            times.setdefault(label, []).append(run["elapsed"])
+            dask_runs.setdefault(label, []).append(run)
+
+        times: dict[str, list[float]] = {}
+        dask_runs: dict[str, list[dict]] = {}
         for rep in range(args.repeats):
-            for k in (1, 2):
-                label = f"local pool, {k} worker{'s' * (k > 1)}"
-                pool = WorkerPool(k, deadline=300.0)
-                times.setdefault(label, []).append(drive(pool, paths, f"r{rep}l{k}"))
-                label = f"Dask, {k} worker{'s' * (k > 1)}"
-                elapsed, busy, task = drive_on_dask(clusters[k].address, paths, f"r{rep}d{k}")
-                times.setdefault(label, []).append(elapsed)
-                utilisation.setdefault(label, []).append((busy, task))
+            runs = [(local, 1), (local, 2), (on_dask, 1), (on_dask, 2)]
+            if rep % 2:
+                runs = runs[2:] + runs[:2]  # alternate: Dask first every other repeat
+            for how, k in runs:
+                how(k, rep)
             print(f"  repeat {rep + 1}: " + ", ".join(f"{label} {t[-1]:.1f} s"
                                                     for label, t in times.items()))
 
-        print("whole pipeline (sdpa-course grade) ...")
+        print("whole pipeline (sdpa-course grade), one run each ...")
         pipeline = {}
-        for label, kwargs in (("grade --workers 2", {"workers": 2}),
-                              ("grade --scheduler (2 Dask workers)",
-                               {"scheduler": clusters[2].address})):
-            copy = root / f"pipeline-{len(pipeline)}"
+        copy = root / "pipeline-local"
+        shutil.copytree(course, copy)
+        started = time.perf_counter()
+        result = grade_course(copy, workers=2, progress_stream=open(os.devnull, "w"))
+        pipeline["grade --workers 2"] = (time.perf_counter() - started, result)
+        cluster = start_cluster(root / "cluster-pipeline", workers=2)
+        try:
+            copy = root / "pipeline-dask"
             shutil.copytree(course, copy)
             started = time.perf_counter()
-            result = grade_course(copy, progress_stream=open(os.devnull, "w"), **kwargs)
-            pipeline[label] = time.perf_counter() - started
+            result = grade_course(copy, scheduler=cluster.address,
+                                  progress_stream=open(os.devnull, "w"))
+            pipeline["grade --scheduler (2 Dask workers)"] = (time.perf_counter() - started,
+                                                              result)
+        finally:
+            cluster.stop()
+        for label, (_, result) in pipeline.items():
             if result.failed or len(result.records) != n:
                 sys.exit(f"{label}: {len(result.records)} records, failed: {result.failed}")
     finally:
-        for cluster in clusters.values():
-            cluster.stop()
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"end: {load()}")
 
     median = {label: statistics.median(t) for label, t in times.items()}
     print()
-    print(f"grading step, {n} submissions, median of {args.repeats}:")
+    print(f"grading step, {n} submissions, median of {args.repeats} (every run in brackets):")
     print(f"{'':28}{'seconds':>9}{'per second':>12}{'ms each':>9}")
     for label, seconds in median.items():
-        print(f"{label:28}{seconds:9.2f}{n / seconds:12.1f}{seconds / n * 1000:9.1f}")
+        runs = ", ".join(f"{t:.1f}" for t in times[label])
+        print(f"{label:28}{seconds:9.2f}{n / seconds:12.1f}{seconds / n * 1000:9.1f}   ({runs})")
     for name in ("local pool", "Dask"):
-        one = median[f"{name}, 1 worker"]
-        two = median[f"{name}, 2 workers"]
+        one, two = median[f"{name}, 1 worker"], median[f"{name}, 2 workers"]
         target = "  (target >= 1.7x)" if name == "Dask" else ""
         print(f"{name}: 2 workers give {one / two:.2f}x the throughput of 1{target}")
-    for k, suffix in ((1, " worker"), (2, " workers")):
-        extra = (median[f"Dask, {k}{suffix}"] - median[f"local pool, {k}{suffix}"]) / n * 1000
-        print(f"Dask adds {extra:+.1f} ms per submission over the local pool with {k}{suffix} "
-              "(target <= 10 ms)")
-    for label, runs in utilisation.items():
-        busy = statistics.median(b for b, _ in runs)
-        task = statistics.median(t for _, t in runs)
-        print(f"{label}: workers busy {busy:.0%} of the time, median task {task * 1000:.0f} ms")
+    for label, runs in dask_runs.items():
+        idle = [r["idle"] * 1000 for r in runs]
+        print(f"{label}: workers busy {statistics.median(r['busy'] for r in runs):.0%} of the "
+              f"time, median task {statistics.median(r['task'] for r in runs) * 1000:.0f} ms; "
+              f"idle worker time per submission {statistics.median(idle):.1f} ms (runs: "
+              f"{', '.join(f'{x:.1f}' for x in idle)}; target <= 10 ms)")
     print()
     print(f"whole pipeline, {n} submissions, one run each:")
-    for label, seconds in pipeline.items():
+    for label, (seconds, _) in pipeline.items():
         print(f"{label:36}{seconds:8.1f} s{n / seconds:8.1f} per second")
 
 

@@ -2,11 +2,14 @@
 
 Each worker is its own process group (the `dask worker` nanny and its worker process), started
 in its own temporary working directory with `--nworkers 1 --nthreads 1 --no-dashboard`, so a
-test can kill one outright, as a machine failing would.
+test can kill one outright, as a machine failing would. The scheduler binds a port of its own
+choosing (`--port 0`) and writes its address to a scheduler file; every process keeps its
+scratch space (`dask-scratch-space`) in its own working directory.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,14 +19,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopback import free_port
-
 DASK = str(Path(sys.executable).parent / "dask")
 START_SECONDS = 60.0
 
 
 def _start(command: list[str], cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "DASK_TEMPORARY_DIRECTORY": str(cwd)}
     log = (cwd / "dask.log").open("w")
     return subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -41,6 +43,14 @@ def _kill_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
         process.wait()
 
 
+def _address_in(scheduler_file: Path) -> str:
+    """The address in the scheduler's file, or "" while it is not (completely) written."""
+    try:
+        return json.loads(scheduler_file.read_text())["address"]
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
 @dataclass
 class DaskCluster:
     root: Path
@@ -49,12 +59,18 @@ class DaskCluster:
     workers: list[subprocess.Popen] = field(default_factory=list)
 
     def start_scheduler(self) -> DaskCluster:
-        port = free_port()
-        self.address = f"tcp://127.0.0.1:{port}"
         folder = self.root / "scheduler"
         folder.mkdir(parents=True, exist_ok=True)
-        self.scheduler = _start([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                 "--no-dashboard"], folder)
+        info = folder / "scheduler.json"
+        self.scheduler = _start([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                 "--no-dashboard", "--scheduler-file", str(info)], folder)
+        if not wait_until(lambda: _address_in(info) or self.scheduler.poll() is not None,
+                          START_SECONDS):
+            raise RuntimeError(f"the Dask scheduler wrote no address in {START_SECONDS:.0f} s:"
+                               f"\n{self.logs()}")
+        if self.scheduler.poll() is not None:
+            raise RuntimeError(f"the Dask scheduler exited:\n{self.logs()}")
+        self.address = _address_in(info)
         return self
 
     def add_worker(self) -> subprocess.Popen:

@@ -2,7 +2,8 @@
 
 Debian's `postgresql` package (`initdb` and `pg_ctl` under /usr/lib/postgresql/*/bin; `make
 test` installs it as root, see tests/install_system_packages.sh): a new cluster in a temporary
-folder, trust authentication, listening on 127.0.0.1 only at a free port, no fsync. As root it
+folder, trust authentication, listening on 127.0.0.1 only at a port reserved for it
+(tests/loopback.py), no fsync. As root it
 runs as the `postgres` user, since the server refuses to run as root.
 """
 
@@ -17,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopback import free_port
+from loopback import reserved_port
 
 DATABASE = "sdpa_gradebook"
 
@@ -103,11 +104,12 @@ def start_server() -> PostgresServer:
     if user is not None:
         entry = pwd.getpwnam(user)
         os.chown(data, entry.pw_uid, entry.pw_gid)
-    server = PostgresServer(bin=find_server_bin(), data=data, port=free_port(), user=user)
-    try:
-        return server.start()
-    except subprocess.CalledProcessError as err:
-        log = data / "server.log"
-        detail = log.read_text()[-2000:] if log.is_file() else ""
-        server.stop()
-        raise RuntimeError(f"PostgreSQL did not start: {err.stderr}\n{detail}") from err
+    with reserved_port() as port:
+        server = PostgresServer(bin=find_server_bin(), data=data, port=port, user=user)
+        try:
+            return server.start()  # `pg_ctl start -w` returns once the server accepts
+        except subprocess.CalledProcessError as err:
+            log = data / "server.log"
+            detail = log.read_text()[-2000:] if log.is_file() else ""
+            server.stop()
+            raise RuntimeError(f"PostgreSQL did not start: {err.stderr}\n{detail}") from err

@@ -1,7 +1,51 @@
+"""The installed `sdpa-course` command, run as a user runs it: every command and flag of
+CONTRACT section 4 in a subprocess (no browser), checked on what it prints, writes and exits
+with (`demo` in tests/test_demo.py).
+
+`grade` runs the kit's real engine on a small class: the answer key, a typical Exercise 3
+mistake from the engine's corpus and a broken notebook; the scores asserted are the
+corpus's own expectations, not whatever the command printed before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+from grade_course_factory import answer_key, submit
+
+from autograder.corpus import case
+from autograder.exercises import EXERCISES, MAX_SCORE
 from sdpa_course.cli import build_parser
+from sdpa_course.demo import notebook_from_source
+
+BIN = Path(sys.executable).parent
+SDPA_COURSE = BIN / "sdpa-course"
+MISTAKE = "ex3-mask-inverted"  # a corpus case: partial credit on ex3 and one diagnosis
+REPORT_KEYS = {"submission", "score", "max_score", "exercises"}
+EXERCISE_KEYS = {"score", "max_score", "diagnoses", "tests"}
+TEST_KEYS = {"name", "score", "max_score", "passed", "message"}
+
+
+def sdpa_course(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The console script `pip install` made, with this venv's bin/ first on PATH (nbgrader
+    shells out to `alembic` from there), as `. .venv/bin/activate` would."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([str(SDPA_COURSE), *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def not_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return True
+    return False
 
 
 def test_every_contract_command_is_a_subcommand():
@@ -9,13 +53,238 @@ def test_every_contract_command_is_a_subcommand():
     assert {"demo", "init", "release", "grade", "check"} <= set(commands)
 
 
-def test_console_script_is_installed_and_answers_help():
-    done = subprocess.run(
-        [sys.executable, "-m", "sdpa_course.cli", "--help"], capture_output=True, text=True
-    )
-    assert done.returncode == 0
-    assert "sdpa-course" in done.stdout
+def test_the_console_script_is_installed_and_answers_help(tmp_path):
+    done = sdpa_course("--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for command in ("demo", "init", "release", "grade", "check"):
+        assert command in done.stdout
 
+
+def test_no_command_and_an_unknown_flag_are_refused(tmp_path):
+    assert sdpa_course(cwd=tmp_path).returncode == 2
+    refused = sdpa_course("check", "x.py", "--jsn", cwd=tmp_path)
+    assert refused.returncode == 2 and "--jsn" in refused.stderr
+
+
+# --- check PATH [--json] ------------------------------------------------------------------
+
+def _assert_contract_report(report: dict, submission: str) -> None:
+    assert REPORT_KEYS <= set(report)
+    assert report["submission"] == submission
+    assert set(report["exercises"]) == set(EXERCISES)
+    for exercise in report["exercises"].values():
+        assert EXERCISE_KEYS <= set(exercise)
+        for test in exercise["tests"]:
+            assert TEST_KEYS <= set(test)
+    assert report["max_score"] == MAX_SCORE
+
+
+def test_check_json_prints_the_contract_report_of_a_py_file(tmp_path):
+    mistake = case(MISTAKE)
+    mistake.write(tmp_path)
+    done = sdpa_course("check", f"{MISTAKE}.py", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    _assert_contract_report(report, f"{MISTAKE}.py")
+    assert report["score"] == mistake.expected_score < MAX_SCORE
+    got = {key: (ex["score"], ex["diagnoses"]) for key, ex in report["exercises"].items()}
+    assert got == {key: (mistake.scores[key], mistake.expected_diagnoses[key])
+                   for key in EXERCISES}
+    failed = [t for ex in report["exercises"].values() for t in ex["tests"] if not t["passed"]]
+    assert failed and all(t["message"] for t in failed)
+
+
+def test_check_json_of_the_answer_key_notebook_has_every_point(tmp_path):
+    notebook = tmp_path / "attention.ipynb"
+    shutil.copyfile(Path(__file__).resolve().parents[1] / "solutions" / "sdpa" /
+                    "attention.ipynb", notebook)
+    done = sdpa_course("check", str(notebook), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    _assert_contract_report(report, str(notebook))
+    assert report["score"] == MAX_SCORE
+    assert all(ex["diagnoses"] == [] and ex["score"] == ex["max_score"]
+               for ex in report["exercises"].values())
+
+
+def test_check_without_json_prints_the_table_with_the_same_score(tmp_path):
+    mistake = case(MISTAKE)
+    mistake.write(tmp_path)
+    done = sdpa_course("check", f"{MISTAKE}.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not_json(done.stdout)
+    assert f"Grade report for {MISTAKE}.py" in done.stdout
+    total = next(line for line in done.stdout.splitlines() if line.strip().startswith("total"))
+    assert total.split()[1:] == [f"{mistake.expected_score:.1f}", "/", f"{MAX_SCORE:.1f}"]
+    for code in mistake.expected_diagnoses["ex3"]:
+        assert f"diagnosis {code}" in done.stdout
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("missing.ipynb", None, "missing.ipynb"),
+    ("broken.ipynb", '{"cells": [ this is not json', "broken.ipynb"),
+    ("empty.py", "", "empty.py"),
+])
+def test_check_exits_2_when_it_cannot_grade_the_file(tmp_path, name, content, says):
+    if content is not None:
+        (tmp_path / name).write_text(content)
+    for flags in ((), ("--json",)):
+        done = sdpa_course("check", name, *flags, cwd=tmp_path)
+        assert done.returncode == 2, (flags, done.stdout, done.stderr)
+        assert done.stdout == ""  # nothing a script could take for a report
+        assert done.stderr.startswith("sdpa-course check:") and says in done.stderr
+
+
+# --- init DIR [--force], release [--course-dir] ---------------------------------------------
+
+def test_init_creates_a_course_and_refuses_a_non_empty_folder_without_force(tmp_path):
+    done = sdpa_course("init", "course", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    course = tmp_path / "course"
+    assert (course / "nbgrader_config.py").is_file()
+    assert (course / "source" / "sdpa" / "attention.ipynb").is_file()
+    assert str(course) in done.stdout
+    again = sdpa_course("init", "course", cwd=tmp_path)
+    assert again.returncode == 2 and "--force" in again.stderr
+    assert "Traceback" not in again.stderr
+    (course / "notes.txt").write_text("mine")
+    forced = sdpa_course("init", "course", "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert (course / "notes.txt").read_text() == "mine"
+
+
+def test_release_in_the_course_and_with_course_dir(tmp_path):
+    assert sdpa_course("init", "course", cwd=tmp_path).returncode == 0
+    course = tmp_path / "course"
+    here = sdpa_course("release", cwd=course)
+    assert here.returncode == 0, here.stderr
+    released = course / "release" / "sdpa" / "attention.ipynb"
+    text = released.read_text()
+    assert "BEGIN SOLUTION" not in text and "NotImplementedError" in text
+    released.unlink()
+    there = sdpa_course("release", "--course-dir", str(course), cwd=tmp_path)
+    assert there.returncode == 0, there.stderr
+    assert released.read_text() == text
+
+
+def test_release_outside_a_course_says_so(tmp_path):
+    done = sdpa_course("release", cwd=tmp_path)
+    assert done.returncode == 2 and "not a course directory" in done.stderr
+
+
+# --- grade [--workers N] [--json] [--force] [--scheduler ADDRESS] --------------------------
+
+@pytest.fixture(scope="module")
+def course_with_class(tmp_path_factory) -> Path:
+    """A released course (made with the command itself) with three submissions."""
+    root = tmp_path_factory.mktemp("cli")
+    assert sdpa_course("init", "course", cwd=root).returncode == 0
+    course = root / "course"
+    assert sdpa_course("release", cwd=course).returncode == 0
+    key = answer_key()
+    submit(course, "ada", key)
+    submit(course, "ben", notebook_from_source(key, case(MISTAKE).source))
+    submit(course, "cy", text='{"cells": [ this is not json')
+    return course
+
+
+@pytest.fixture(scope="module")
+def graded_json(course_with_class, tmp_path_factory):
+    course = tmp_path_factory.mktemp("graded") / "course"
+    shutil.copytree(course_with_class, course)
+    done = sdpa_course("grade", "--workers", "1", "--json", cwd=course)
+    return course, done
+
+
+def test_grade_json_prints_the_class_result_with_absolute_scores(graded_json):
+    _, done = graded_json
+    assert done.returncode == 1, done.stderr  # cy could not be graded
+    out = json.loads(done.stdout)
+    assert out["assignment"] == "sdpa" and set(out["students"]) == {"ada", "ben", "cy"}
+    ada, ben, cy = (out["students"][s] for s in ("ada", "ben", "cy"))
+    assert ada["status"] == "graded" and ada["score"] == MAX_SCORE == ada["max_score"]
+    assert ada["error"] is None
+    mistake = case(MISTAKE)
+    assert ben["status"] == "graded" and ben["score"] == mistake.expected_score < MAX_SCORE
+    assert {k: ex["diagnoses"] for k, ex in ben["exercises"].items()} == \
+        mistake.expected_diagnoses
+    for exercise in ben["exercises"].values():
+        assert EXERCISE_KEYS <= set(exercise)
+    assert cy["status"] == "failed" and cy["score"] is None
+    assert "not a readable notebook" in cy["error"]
+
+
+def test_grade_records_in_the_gradebook_and_writes_feedback(graded_json):
+    from nbgrader.api import Gradebook
+
+    course, _ = graded_json
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = {s.student.id: s.score for s in gradebook.assignment_submissions("sdpa")}
+    assert scores == {"ada": MAX_SCORE, "ben": case(MISTAKE).expected_score}
+    for student in ("ada", "ben"):
+        assert (course / "feedback" / student / "sdpa" / "attention.html").is_file()
+
+
+def test_grade_reruns_skip_the_recorded_and_force_regrades_everyone(graded_json, tmp_path):
+    course = tmp_path / "course"
+    shutil.copytree(graded_json[0], course)
+    again = sdpa_course("grade", "--workers", "1", cwd=course)
+    assert again.returncode == 1  # cy still failed
+    assert not_json(again.stdout)
+    assert "This run: 0 graded, 0 failed; 3 already recorded." in again.stdout
+    summary = {line.split()[0]: line.split()[1:] for line in again.stdout.splitlines()
+               if line.split() and line.split()[0] in ("ada", "ben", "cy")}
+    assert summary["ada"][:4] == ["graded", f"{MAX_SCORE:g}", "/", f"{MAX_SCORE:g}"]
+    assert summary["cy"][0] == "failed"
+    forced = sdpa_course("grade", "--workers", "2", "--force", "--json", cwd=course)
+    assert forced.returncode == 1
+    out = json.loads(forced.stdout)
+    assert out["students"]["ben"]["score"] == case(MISTAKE).expected_score
+    records = course / "reports" / "sdpa" / "results"
+    before = {p.name: p.stat().st_mtime_ns for p in (graded_json[0] / "reports" / "sdpa" /
+                                                      "results").glob("*.json")}
+    after = {p.name: p.stat().st_mtime_ns for p in records.glob("*.json")}
+    assert set(after) == set(before) == {"ada.json", "ben.json", "cy.json"}
+    assert all(after[name] != before[name] for name in after)  # every record written again
+
+
+def test_grade_outside_a_course_or_without_submissions_says_so(tmp_path, course_with_class):
+    outside = sdpa_course("grade", cwd=tmp_path)
+    assert outside.returncode == 2 and outside.stderr.startswith("sdpa-course grade:")
+    empty = tmp_path / "empty"
+    shutil.copytree(course_with_class, empty, ignore=shutil.ignore_patterns("submitted"))
+    none = sdpa_course("grade", "--json", cwd=empty)
+    assert none.returncode == 2 and "no submissions" in none.stderr and none.stdout == ""
+
+
+@pytest.mark.dask
+@pytest.mark.slow
+def test_grade_with_scheduler_grades_on_dask_workers(course_with_class, tmp_path):
+    from dask_cluster import start_cluster
+
+    course = tmp_path / "course"
+    shutil.copytree(course_with_class, course)
+    from distributed import Client
+
+    from sdpa_course.grading.dask_executor import PLUGIN_NAME
+
+    cluster = start_cluster(tmp_path / "cluster", workers=1)
+    try:
+        done = sdpa_course("grade", "--scheduler", cluster.address, "--json", cwd=course)
+        with Client(cluster.address, set_as_default=False) as client:
+            # the kit's grading plugin is set up on a worker only when the kit grades there
+            plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
+    finally:
+        cluster.stop()
+    assert done.returncode == 1, done.stderr
+    assert [PLUGIN_NAME in names for names in plugins.values()] == [True], plugins
+    students = json.loads(done.stdout)["students"]
+    assert students["ada"]["score"] == MAX_SCORE
+    assert students["ben"]["score"] == case(MISTAKE).expected_score
+    assert students["cy"]["status"] == "failed"
+
+
+# --- feedback: regenerates pages after hand grading ------------------------------------
 
 def test_feedback_is_a_subcommand_that_says_when_nothing_is_graded(tmp_path):
     from grade_course_factory import released_course
@@ -29,3 +298,31 @@ def test_feedback_is_a_subcommand_that_says_when_nothing_is_graded(tmp_path):
     )
     assert done.returncode == 2
     assert "no student graded yet" in done.stderr and "sdpa-course grade" in done.stderr
+
+
+def test_feedback_regenerates_the_pages_whose_hand_marks_changed_and_all_with_force(
+        graded_json, tmp_path):
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / "course"
+    shutil.copytree(graded_json[0], course)
+    pages = {s: course / "feedback" / s / "sdpa" / "attention.html" for s in ("ada", "ben")}
+    nothing = sdpa_course("feedback", cwd=course)
+    assert nothing.returncode == 0, nothing.stderr
+    assert "Feedback regenerated for 0 students: none" in nothing.stdout
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        grade = gradebook.find_grade("ex2_explain", "attention", "sdpa", "ada")
+        grade.manual_score = 1.5
+        gradebook.db.commit()
+    before = {s: page.stat().st_mtime_ns for s, page in pages.items()}
+    marked = sdpa_course("feedback", cwd=course)
+    assert marked.returncode == 0, marked.stderr
+    assert "Feedback regenerated for 1 students: ada" in marked.stdout
+    assert pages["ada"].stat().st_mtime_ns != before["ada"]
+    assert pages["ben"].stat().st_mtime_ns == before["ben"]
+    forced = sdpa_course("feedback", "--force", cwd=course)
+    assert forced.returncode == 0, forced.stderr
+    assert "Feedback regenerated for 2 students: ada, ben" in forced.stdout
+    assert pages["ben"].stat().st_mtime_ns != before["ben"]
+
+# --- demo [--dir DIR] [--workers N]: tests/test_demo.py runs it through this command ---------

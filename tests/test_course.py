@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from required import unavailable
 
 from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.cli import main
@@ -103,13 +106,62 @@ def test_release_reports_a_missing_source_notebook(tmp_path):
         release_assignment(course)
 
 
+# pip's own words when it cannot get a requirement (here the build backend) from any index
+BACKEND_NOT_FOUND = re.compile(
+    r"(Could not find a version that satisfies the requirement|No matching distribution "
+    r"found for) hatchling")
+
+
+def backend_unavailable(stderr: str) -> bool:
+    """Only pip failing to get hatchling at all: not any error that mentions it."""
+    return bool(BACKEND_NOT_FOUND.search(stderr))
+
+
+def build_wheel(project: Path, dest: Path) -> subprocess.CompletedProcess:
+    """`pip wheel` of `project`; with the test extra's hatchling, without fetching it."""
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", str(project),
+               "-w", str(dest)]
+    if importlib.util.find_spec("hatchling") is not None:
+        command.append("--no-build-isolation")
+    scratch = dest.parent / "build-tmp"  # a failed build leaves hatchling's temporary wheel
+    scratch.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMPDIR": str(scratch)})
+    if done.returncode != 0 and backend_unavailable(done.stderr):
+        unavailable(f"could not get the build backend to build a wheel: {done.stderr[-300:]}")
+    return done
+
+
+def test_only_a_backend_pip_cannot_get_counts_as_unavailable():
+    assert backend_unavailable(
+        "ERROR: Could not find a version that satisfies the requirement hatchling>=1.21 "
+        "(from versions: none)\nERROR: No matching distribution found for hatchling>=1.21")
+    # what a misspelt force-include path prints: the backend ran, the project is wrong
+    assert not backend_unavailable(
+        'File ".../site-packages/hatchling/builders/plugin/interface.py", line 248, in '
+        "recurse_forced_files\n    raise FileNotFoundError(msg)\nFileNotFoundError: Forced "
+        "include not found: /src/solutionz")
+
+
+@pytest.mark.slow
+def test_a_wheel_with_a_misspelt_forced_path_fails_to_build(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("README.md", "source", "solutions", "sdpa_ref", "autograder", "sdpa_course"):
+        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copyfile
+        copy(REPO / name, project / name)
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert '"solutions" = "sdpa_course/data/solutions"' in pyproject
+    (project / "pyproject.toml").write_text(pyproject.replace(
+        '"solutions" = "sdpa_course/data/solutions"', '"solutionz" = "sdpa_course/data/solutions"'))
+    done = build_wheel(project, tmp_path / "dist")
+    assert done.returncode != 0
+    assert "Forced include not found" in done.stderr, done.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_init_works_from_the_built_wheel(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", str(REPO),
-         "-w", str(tmp_path / "dist")], capture_output=True, text=True, timeout=300)
-    if done.returncode != 0 and "hatchling" in done.stderr:
-        pytest.skip(f"could not fetch the build backend to build a wheel: {done.stderr[-300:]}")
+    done = build_wheel(REPO, tmp_path / "dist")
     assert done.returncode == 0, done.stderr
     [wheel] = (tmp_path / "dist").glob("sdpa_course-*.whl")
     with zipfile.ZipFile(wheel) as archive:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from dask_cluster import start_cluster, wait_until
 from grade_course_factory import answer_key, copy_course, released_course, submit
-from loopback import free_port
+from loopback import unused_address
 from nbgrader.api import Gradebook
 
 from autograder.corpus import cases
@@ -194,8 +194,9 @@ def test_grade_without_a_reachable_scheduler_says_so(class_of_50, tmp_path, monk
 
     monkeypatch.setattr(dask_executor, "CONNECT_SECONDS", 1.0)
     course = copy_course(class_of_50[0], tmp_path / "course")
-    address = f"tcp://127.0.0.1:{free_port()}"
-    status = main(["grade", "--course-dir", str(course), "--scheduler", address])
+    with unused_address() as (host, port):
+        address = f"tcp://{host}:{port}"
+        status = main(["grade", "--course-dir", str(course), "--scheduler", address])
     assert status == 2
     assert f"cannot reach the Dask scheduler at {address}" in capsys.readouterr().err
 

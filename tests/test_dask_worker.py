@@ -7,10 +7,14 @@ instructor's.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from grade_course_factory import ANSWER_KEY
+from required import unavailable
 
-pytest.importorskip("distributed")
+if importlib.util.find_spec("distributed") is None:
+    unavailable("Dask is not installed: pip install -e '.[dask]'")
 
 from sdpa_course.grading.dask_worker import KitMismatch, grade_task  # noqa: E402
 from sdpa_course.grading.kit_version import kit_fingerprint, version_mismatch  # noqa: E402

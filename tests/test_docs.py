@@ -1,9 +1,15 @@
-"""The docs match the code: the README's two commands, CI, and the copied contract."""
+"""The docs match the code: the README's two commands, CI, the copied contract, and the
+contract's diagnosis codes (CONTRACT section 3), which the engine must keep, never renamed."""
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from autograder.diagnoses.codes import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,3 +39,86 @@ def test_contract_copy_matches_the_shared_contract():
         pytest.skip("no shared/CONTRACT.md beside this checkout to compare with")
     copy = (ROOT / "docs" / "CONTRACT.md").read_text().split("\n", 1)[1]
     assert copy == shared.read_text()
+
+
+# CONTRACT section 3 as first agreed. The contract may gain codes; none of these may be
+# renamed or dropped, in the contract or in the engine.
+AGREED_CODES = (
+    "no-scaling", "wrong-scale", "not-normalized", "softmax-axis", "unstable-softmax",
+    "wrong-key", "wrong-gradient", "mask-ignored", "mask-inverted", "mask-after-softmax",
+    "mask-zero-fill", "mask-none-broken", "transposed", "wrong-shape", "returns-swapped",
+    "mutates-input", "causal-diagonal", "causal-wrong-triangle", "missing-name",
+    "syntax-error", "crashed", "timeout", "memory-limit", "forbidden-import",
+)
+
+
+def contract_codes() -> list[str]:
+    """The codes in the first column of the table of docs/CONTRACT.md section 3."""
+    text = (ROOT / "docs" / "CONTRACT.md").read_text()
+    section = text.split("\n## 3. Diagnosis codes", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert rows[0].replace(" ", "") == "|code|where|meaning|", rows[0]
+    codes = []
+    for row in rows[2:]:  # after the header and its |---| line
+        cell = row.split("|")[1].strip()
+        assert cell.startswith("`") and cell.endswith("`"), row
+        codes.append(cell.strip("`"))
+    return codes
+
+
+def test_the_contract_keeps_every_agreed_diagnosis_code():
+    codes = contract_codes()
+    assert len(codes) == len(set(codes))
+    assert set(AGREED_CODES) <= set(codes), sorted(set(AGREED_CODES) - set(codes))
+
+
+def test_the_engine_reports_every_contract_code_under_its_contract_name():
+    missing = [code for code in contract_codes() if code not in CODES]
+    assert not missing, f"in docs/CONTRACT.md section 3 but not autograder/diagnoses: {missing}"
+
+
+def test_ci_requires_every_component_and_runs_make_test_with_it():
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert "export SDPA_REQUIRE_ALL=1" in lines
+    assert lines.index("export SDPA_REQUIRE_ALL=1") < lines.index("make test")
+
+
+@pytest.mark.parametrize("require_all, status", [("", 0), ("1", 1)])
+def test_the_system_package_script_fails_only_where_everything_is_required(
+        tmp_path, require_all, status):
+    # a machine without chromium and without apt-get: nothing can be installed
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ls", "id"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {"PATH": str(bin_dir), "SDPA_REQUIRE_ALL": require_all}
+    done = subprocess.run(["/bin/sh", str(ROOT / "tests" / "install_system_packages.sh")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    assert "chromium" in done.stderr
+    assert ("SDPA_REQUIRE_ALL=1" in done.stderr) == (status == 1)
+
+
+@pytest.mark.parametrize("require_all, outcome", [("", "skip"), ("1", "fail")])
+def test_a_missing_component_skips_except_where_everything_is_required(
+        monkeypatch, require_all, outcome):
+    from required import unavailable
+
+    monkeypatch.setenv("SDPA_REQUIRE_ALL", require_all)
+    expected = pytest.skip.Exception if outcome == "skip" else pytest.fail.Exception
+    with pytest.raises(expected, match="needs chromium"):
+        unavailable("this test needs chromium")
+
+
+@pytest.mark.parametrize("require_all, outcome", [("", "skip"), ("1", "fail")])
+def test_a_broken_playwright_install_fails_where_everything_is_required(
+        monkeypatch, require_all, outcome):
+    import importlib
+
+    monkeypatch.setenv("SDPA_REQUIRE_ALL", require_all)
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "e2e"))
+    monkeypatch.setitem(sys.modules, "playwright", None)  # importing it raises ImportError
+    monkeypatch.delitem(sys.modules, "playwright_api", raising=False)
+    expected = pytest.skip.Exception if outcome == "skip" else pytest.fail.Exception
+    with pytest.raises(expected, match="playwright"):
+        importlib.import_module("playwright_api")

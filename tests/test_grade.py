@@ -9,6 +9,7 @@ class of their own.
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 import fake_engine
+import nbformat
 import pytest
 from grade_course_factory import (
     TIMESTAMP,
@@ -33,6 +35,7 @@ from grade_course_factory import (
     with_deadline,
     without_cell,
 )
+from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.api import Gradebook, MissingEntry
 
 import sdpa_course.grading.grade as pipeline
@@ -64,7 +67,6 @@ def graded_class(course_template, tmp_path_factory):
     submit(course, "cy", text='{"cells": [ this is not json')
     submit(course, "dee", other_assignment_notebook())
     submit(course, "eve", without_cell(key, "ex3_autograded"))
-    submit(course, "fay", with_cell_source(key, "ex2_autograded", "print('full marks please')"))
     submit(course, "gus", with_code(key, "# FAKE:kill-worker"))
     submit(course, "hal", with_code(key, "# FAKE:hang"))
     submit(course, "ivy", with_code(key, "# FAKE:refuse"))
@@ -82,7 +84,7 @@ def gradebook(course: Path) -> Gradebook:
 
 def test_every_student_gets_a_status_and_the_failed_ones_a_reason(graded_class):
     _, result, _ = graded_class
-    assert set(result.records) == {"ada", "ben", "cy", "dee", "eve", "fay", "gus", "hal", "ivy"}
+    assert set(result.records) == {"ada", "ben", "cy", "dee", "eve", "gus", "hal", "ivy"}
     assert set(result.failed) == FAILED
     reasons = {s: result.records[s]["error"] for s in FAILED}
     assert "not a readable notebook" in reasons["cy"]
@@ -127,15 +129,61 @@ def test_failed_students_hold_no_score_in_the_gradebook(graded_class):
                 gb.find_submission("sdpa", student)
 
 
-def test_deleted_and_edited_graded_cells_are_restored_and_scored(graded_class):
+def test_a_deleted_graded_cell_is_restored_and_scored(graded_class):
     course, result, _ = graded_class
     assert result.records["eve"]["status"] == "graded"
     assert any("ex3_autograded" in w for w in result.records["eve"]["warnings"])
-    assert any("ex2_autograded" in w for w in result.records["fay"]["warnings"])
-    assert not [w for w in result.records["ada"]["warnings"] if "edited" in w]
+    assert result.records["ada"]["warnings"] == []  # the answer key, as released: nothing to say
     with gradebook(course) as gb:
         assert gb.find_grade("ex3_autograded", "attention", "sdpa", "eve").score == 11.0
-        assert gb.find_submission("sdpa", "fay").score == pytest.approx(20.0)
+
+
+def _claims_points(nb):
+    """Every way a notebook can try to claim points it did not earn: graded cells edited to
+    print a score, to do nothing, to be worth more; one deleted; one copied; a graded cell of
+    her own worth 30 points."""
+    nb = with_cell_source(nb, "ex1_autograded", "print('Exercise 1: 3 / 3 points, all passed')")
+    nb = without_cell(nb, "ex2_autograded")
+    nb = copy.deepcopy(nb)
+    [ex3] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") ==
+             "ex3_autograded"]
+    second = copy.deepcopy(ex3)
+    second.id = "ex3-autograded-copy"  # as JupyterLab's copy and paste makes it
+    nb.cells.append(second)
+    ex3.source = "pass"
+    ex3.metadata["nbgrader"]["points"] = 50
+    bonus = new_code_cell("assert True\nprint('bonus: 30 / 30')")
+    bonus.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "locked": True,
+                                  "points": 30, "schema_version": 3, "solution": False,
+                                  "task": False}
+    nb.cells.append(bonus)
+    return nb
+
+
+def test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_earned(tmp_path):
+    # the kit's real engine: a typical Exercise 3 mistake, with every trick above on top
+    from autograder.corpus import case
+    from sdpa_course.demo import notebook_from_source
+
+    course = released_course(tmp_path / "course")  # the default deadline: the real engine
+    mistake = case("ex3-mask-inverted")
+    submit(course, "fay", _claims_points(notebook_from_source(answer_key(), mistake.source)))
+    result = pipeline.grade_course(course, workers=1)
+    fay = result.records["fay"]
+    assert fay["status"] == "graded", fay["error"]
+    assert fay["score"] == mistake.expected_score < 20
+    assert {ex: r["score"] for ex, r in fay["exercises"].items()} == mistake.scores
+    warnings = " ".join(fay["warnings"])
+    for told in ("ex1_autograded", "ex2_autograded", "ex3_autograded", "bonus"):
+        assert told in warnings, (told, fay["warnings"])
+    with gradebook(course) as gb:
+        submission = gb.find_submission("sdpa", "fay")
+        assert submission.score == pytest.approx(mistake.expected_score)
+        assert submission.max_score == 22  # 20 automatic + 2 by hand: no bonus cell
+        grades = {g.name: g.score for g in gb.find_submission_notebook(
+            "attention", "sdpa", "fay").grades}
+    assert set(grades) == {"ex1_autograded", "ex2_autograded", "ex3_autograded", "ex2_explain"}
+    assert grades["ex3_autograded"] == mistake.scores["ex3"] < 11
 
 
 def test_nbgrader_export_sees_the_grades(graded_class, tmp_path):
@@ -180,7 +228,7 @@ def test_class_report_lists_everyone_with_empty_scores_for_failed(graded_class):
 
 def test_progress_prints_count_and_time_when_not_a_terminal(graded_class):
     _, _, progress = graded_class
-    assert "9/9 done" in progress
+    assert "8/8 done" in progress
 
 
 def test_json_of_a_failed_student_has_a_reason_and_no_score(graded_class):
@@ -222,6 +270,27 @@ def test_resubmission_is_regraded_and_a_broken_one_leaves_no_stale_score(small_c
         with pytest.raises(MissingEntry):
             gb.find_submission("sdpa", "ben")
     assert not (small_class / "feedback" / "ben" / "sdpa").exists()
+
+
+def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_penalty(
+        small_class):
+    with (small_class / "nbgrader_config.py").open("a") as fh:
+        fh.write("\nc.LateSubmissionPlugin.penalty_method = 'zero'\n")
+    with gradebook(small_class) as gb:
+        gb.update_or_create_assignment("sdpa", duedate="2026-11-21 00:00:00 UTC")
+    assert grade_course(small_class, workers=1).graded_now == ["ada", "ben"]
+    with gradebook(small_class) as gb:
+        assert gb.find_submission("sdpa", "ada").late_submission_penalty == 0
+    # the same notebook handed in again, after the deadline: only timestamp.txt differs
+    (small_class / "submitted" / "ada" / "sdpa" / "timestamp.txt").write_text(
+        "2026-11-22 10:00:00.000000 UTC")
+    assert grade_course(small_class, workers=1).graded_now == ["ada"]
+    with gradebook(small_class) as gb:
+        ada = gb.find_submission("sdpa", "ada")
+        assert ada.timestamp.strftime("%Y-%m-%d %H:%M") == "2026-11-22 10:00"
+        assert ada.late_submission_penalty == pytest.approx(20.0)  # "zero": all of it
+        assert gb.find_submission("sdpa", "ben").late_submission_penalty == 0
+    assert grade_course(small_class, workers=1).graded_now == []
 
 
 def test_force_regrade_keeps_hand_given_marks(small_class):
@@ -314,9 +383,12 @@ def test_run_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
         submit(course, student, with_code(answer_key(), "import time\ntime.sleep(0.7)"))
     results = course / "reports" / "sdpa" / "results"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # Ctrl-C as a terminal sends it, even when this test runs where SIGINT is ignored (a
+    # background job of a shell without job control passes that on to its children)
     run = subprocess.Popen(
         [sys.executable, "-m", "sdpa_course.cli", "grade", "--course-dir", str(course),
-         "--workers", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+         "--workers", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not (results.is_dir() and len(list(results.glob("*.json"))) >= 2):
         assert time.monotonic() < deadline and run.poll() is None
@@ -379,3 +451,117 @@ def test_cli_exit_status_says_when_anyone_failed(small_class, capsys):
     submit(small_class, "cy", text="{broken")
     assert grade_class(small_class, workers=1) == 1
     assert "failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("forged, named", [
+    ("grade", "cell 2"),  # not a dict
+    ({"grade": True, "points": 30}, "cell 2"),  # no id
+    ({"grade": True, "grade_id": "bonus", "points": 30}, "bonus"),  # not the release's
+    ({"grade": True, "grade_id": "ex3_autograded", "points": 11}, "ex3_autograded (a second"),
+])
+def test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported(
+        tmp_path, forged, named):
+    from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+
+    nb = new_notebook()
+    graded = new_code_cell("assert attention is not None")
+    graded.metadata["nbgrader"] = {"grade": True, "grade_id": "ex3_autograded", "points": 11,
+                                   "locked": True, "solution": False}
+    extra = new_code_cell("print('bonus')")
+    extra.metadata["nbgrader"] = forged
+    nb.cells = [graded, extra]
+    folder = tmp_path / "fay" / "sdpa"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "attention.ipynb"))
+    read, warnings = read_submitted_notebook(
+        Submission("fay", folder, folder / "attention.ipynb"), {"ex3_autograded"},
+        {"ex3_autograded"}, {"ex3_autograded": graded.source})
+    assert read.cells[0].metadata["nbgrader"]["grade_id"] == "ex3_autograded"
+    assert "nbgrader" not in read.cells[1].metadata
+    assert read.cells[1].source == "print('bonus')"  # still run, as an ordinary cell
+    assert any(named in w and "removed" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("forged, more", [(10, ""), (25, " and 15 more")])
+def test_many_forged_cells_are_listed_ten_by_name_and_the_rest_counted(tmp_path, forged, more):
+    from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+
+    nb = new_notebook()
+    graded = new_code_cell("assert attention is not None")
+    graded.metadata["nbgrader"] = {"grade": True, "grade_id": "ex3_autograded", "points": 11}
+    nb.cells = [graded]
+    for i in range(forged):
+        cell = new_code_cell(f"print({i})")
+        cell.metadata["nbgrader"] = {"grade": True, "grade_id": f"bonus{i:02d}", "points": 9}
+        nb.cells.append(cell)
+    folder = tmp_path / "fay" / "sdpa"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "attention.ipynb"))
+    _, warnings = read_submitted_notebook(
+        Submission("fay", folder, folder / "attention.ipynb"), {"ex3_autograded"},
+        {"ex3_autograded"}, {})
+    [warning] = warnings
+    assert warning.endswith(": " + ", ".join(f"bonus{i:02d}" for i in range(10)) + more)
+
+
+def test_the_releases_own_cells_keep_their_metadata_graded_answer_and_locked_alike(tmp_path):
+    from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+
+    nb = new_notebook()
+    for grade_id, meta in (("ex1_answer", {"solution": True}),
+                           ("ex1_autograded", {"grade": True, "locked": True, "points": 3}),
+                           ("lesson", {"locked": True})):  # a read-only lesson cell
+        cell = new_code_cell(f"# {grade_id}")
+        cell.metadata["nbgrader"] = {"grade_id": grade_id, **meta}
+        nb.cells.append(cell)
+    folder = tmp_path / "kim" / "sdpa"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "attention.ipynb"))
+    read, warnings = read_submitted_notebook(
+        Submission("kim", folder, folder / "attention.ipynb"), {"ex1_answer", "ex1_autograded"},
+        {"ex1_autograded"}, {"lesson": "# lesson"})
+    assert warnings == []
+    assert [c.metadata["nbgrader"]["grade_id"] for c in read.cells] == [
+        "ex1_answer", "ex1_autograded", "lesson"]
+
+
+def test_a_notebook_left_with_one_answer_cell_is_still_this_assignments(small_class):
+    key = answer_key()
+    only = copy.deepcopy(key)
+    only.cells = [c for c in key.cells
+                  if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_answer"]
+    submit(small_class, "kim", only)
+    record = grade_course(small_class, workers=1).records["kim"]
+    assert record["status"] == "graded", record["error"]
+    assert any("deleted and restored" in w for w in record["warnings"])
+
+
+def _with_metadata(nb, grade_id: str, **changes):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            cell.metadata["nbgrader"].update(changes)
+    return nb
+
+
+def test_nbgrader_metadata_edited_on_the_releases_cells_is_put_back_as_released(small_class):
+    # each of these once made nbgrader refuse the whole notebook (a failed student), or
+    # would change what a cell is worth
+    key = answer_key()
+    edits = {
+        "kai": _with_metadata(key, "ex3_attention", points="abc"),
+        "lea": _with_metadata(key, "ex3_attention", schema_version=99),
+        "max": _with_metadata(key, "ex3_attention", grade=True, points=30),
+        "ned": _with_metadata(key, "ex3_autograded", points=50),
+        "oli": _with_metadata(key, "ex2_explain", solution=False, locked=True),
+    }
+    for student, nb in edits.items():
+        submit(small_class, student, nb)
+    result = grade_course(small_class, workers=1)
+    for student in edits:
+        record = result.records[student]
+        assert record["status"] == "graded", (student, record["error"])
+        assert any("put back as released" in w for w in record["warnings"]), student
+    with gradebook(small_class) as gb:
+        for student in edits:
+            assert gb.find_submission("sdpa", student).max_score == 22, student

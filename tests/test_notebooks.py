@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import pytest
@@ -64,9 +65,9 @@ def solution_regions(source: str) -> list[list[str]]:
 def execute(nb, cwd: Path):
     """Run a notebook top to bottom in a fresh kernel; raises on the first error."""
     env_path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
-    os.environ["PATH"] = env_path
-    NotebookClient(nb, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(cwd)}}).execute()
+    with mock.patch.dict(os.environ, {"PATH": env_path}):  # the kernel inherits it; no one else
+        NotebookClient(nb, timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(cwd)}}).execute()
     return nb
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from grade_course_factory import answer_key, submit
 from postgres_server import start_server, why_unavailable
+from required import unavailable
 
 from autograder.corpus import cases
 from sdpa_course.course.create import init_course
@@ -32,7 +33,7 @@ CASES = ("ex1-no-scaling", "ex3-mask-inverted", "syntax-error")
 def postgres():
     reason = why_unavailable()
     if reason:
-        pytest.skip(f"PostgreSQL gradebook tests skipped: {reason}")
+        unavailable(f"PostgreSQL gradebook tests: {reason}")
     server = start_server()
     yield server
     server.stop()

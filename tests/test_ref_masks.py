@@ -42,8 +42,10 @@ def test_mask_conversion_keeps_batch_dims_and_does_not_modify_its_input():
     np.testing.assert_array_equal(lesson, before)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64, object, "U5", "M8[s]"])
 @pytest.mark.parametrize("convert", [to_torch_mask, from_torch_mask])
-def test_mask_conversion_refuses_float_masks(convert):
-    # PyTorch adds a float attn_mask to the scores: 0/1 floats are not a True/False mask.
+def test_mask_conversion_refuses_every_mask_that_is_not_boolean(convert, dtype):
+    # PyTorch adds a float attn_mask to the scores: 0/1 floats are not a True/False mask, nor
+    # are old uint8 masks, objects, strings or dates.
     with pytest.raises(TypeError, match="boolean"):
-        convert(causal_mask(3).astype(np.float32))
+        convert(np.zeros((3, 3)).astype(dtype))

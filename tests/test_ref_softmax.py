@@ -97,6 +97,15 @@ def test_jacobian_rows_sum_to_zero_and_it_is_symmetric():
     np.testing.assert_allclose(J, J.T)
 
 
+def test_jacobian_and_softmax_work_along_the_last_axis_by_default():
+    x = np.array([[0.3, -1.2, 2.0], [1.0, 1.0, -4.0]])  # (2, 3): two rows of scores
+    np.testing.assert_allclose(softmax(x), np.stack([softmax(row) for row in x]))
+    J = softmax_jacobian(x)  # (2, 3, 3): one Jacobian per row
+    assert J.shape == (2, 3, 3)
+    for row, jacobian in zip(x, J, strict=True):
+        np.testing.assert_allclose(jacobian, softmax_jacobian(row))
+
+
 @pytest.mark.parametrize(
     "raw_scores, weight_on_larger, gradient_of_smaller",
     [((8.0, 0.0), 0.99966, 3.352e-4), ((1.0, 0.0), 0.73106, 0.19661)],

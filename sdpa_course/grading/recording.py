@@ -49,6 +49,25 @@ def _steps(course: Course, name: str) -> list:
     return steps
 
 
+def _release_metadata(notebook) -> dict[str, dict]:
+    """Each release cell's nbgrader metadata, as `nbgrader generate_assignment` wrote it,
+    from the gradebook's record of the source notebook."""
+    graded = {cell.name: cell.max_score for cell in notebook.grade_cells}
+    answers = {cell.name for cell in notebook.solution_cells}
+    tasks = {cell.name for cell in notebook.task_cells}
+    release = {}
+    for cell in notebook.source_cells:
+        meta = {"cell_type": cell.cell_type, "grade": cell.name in graded,
+                "grade_id": cell.name, "locked": bool(cell.locked), "schema_version": 3,
+                "solution": cell.name in answers, "task": cell.name in tasks}
+        if cell.name in graded:
+            meta["points"] = graded[cell.name]
+        if cell.checksum:
+            meta["checksum"] = cell.checksum
+        release[cell.name] = meta
+    return release
+
+
 class SubmissionRecorder:
     """Runs nbgrader's autograde steps for one submission at a time, around the engine."""
 
@@ -70,6 +89,7 @@ class SubmissionRecorder:
         self.cell_ids = self.grade_ids | {cell.name for cell in notebook.solution_cells}
         self.locked_sources = {cell.name: cell.source for cell in notebook.source_cells
                                if cell.locked}
+        self.release_metadata = _release_metadata(notebook)
         self.source_dir = Path(course.coursedir.format_path(
             course.coursedir.source_directory, ".", course.assignment))
 
@@ -92,7 +112,7 @@ class SubmissionRecorder:
     def prepare(self, submission: Submission) -> tuple[Path, list[str]]:
         """nbgrader's sanitising pass; the path the engine grades and any warnings."""
         nb, warnings = read_submitted_notebook(submission, self.cell_ids, self.grade_ids,
-                                               self.locked_sources)
+                                               self.locked_sources, self.release_metadata)
         dest = self.course.folder("autograded", submission.student)
         if dest.exists():
             shutil.rmtree(dest)

@@ -3,6 +3,11 @@
 Checked here, before anything is written: the notebook is there, is valid notebook JSON, and
 belongs to this assignment (carries at least one of its nbgrader cells). Edited or deleted
 graded cells are not fatal: nbgrader restores them from the gradebook; they are reported.
+nbgrader metadata is the release's, not the student's: on the release's own cells it is put
+back as released (points, grade, schema version...), and anywhere else (an id the assignment
+does not have, a second copy of a cell, no id, not a dict) it is removed, so the cell is graded
+as an ordinary one. Both are reported. nbgrader itself would stop on either, and a student can
+neither add a graded cell nor change what one is worth.
 """
 
 from __future__ import annotations
@@ -68,6 +73,45 @@ def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> lis
     return found
 
 
+# What nbgrader's metadata says about a cell; the rest (checksum) is bookkeeping.
+_MEANING = ("grade_id", "grade", "solution", "locked", "task", "points", "cell_type",
+            "schema_version")
+
+
+def _release_metadata_only(nb, release: dict[str, dict | None]) -> tuple[list[str], list[str]]:
+    """Give each of the release's cells (the first copy) its released nbgrader metadata
+    (`release[id]`; None keeps the student's) and remove it from every other cell.
+    Returns (ids whose metadata was put back, cells whose metadata was removed)."""
+    seen: set[str] = set()
+    restored, stripped = [], []
+    for index, cell in enumerate(nb.cells):
+        if "nbgrader" not in cell.metadata:
+            continue
+        meta = cell.metadata["nbgrader"]
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if isinstance(grade_id, str) and grade_id in release and grade_id not in seen:
+            seen.add(grade_id)
+            released = release[grade_id]
+            if released is not None:
+                if any(meta.get(k) != released.get(k) for k in _MEANING):
+                    restored.append(grade_id)
+                cell.metadata["nbgrader"] = nbformat.from_dict(dict(released))
+            continue
+        if isinstance(grade_id, str) and grade_id in seen:
+            stripped.append(f"{grade_id} (a second copy)")
+        elif isinstance(grade_id, str):
+            stripped.append(grade_id)
+        else:
+            stripped.append(f"cell {index + 1}")
+        del cell.metadata["nbgrader"]
+    return restored, stripped
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(" ".join(name.split())[:60] for name in names[:10])
+    return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
+
 def copy_regular_files(source: Path, dest: Path, ignore: list[str]) -> list[str]:
     """Copy `source`'s files into `dest` as nbgrader does (its ignore globs), but never
     through a symbolic link: a link in a submission (to a classmate's work, the gradebook, the
@@ -113,12 +157,16 @@ def json_break(path: Path) -> str:
 
 
 def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_ids: set[str],
-                            locked_sources: dict[str, str] | None = None):
+                            locked_sources: dict[str, str] | None = None,
+                            release_metadata: dict[str, dict] | None = None):
     """The notebook and the warnings worth telling the instructor; GradingFailed if hopeless.
 
     `cell_ids` are the assignment's answer and graded cells (one must be present for the
     notebook to be this assignment's); `grade_ids` the graded ones (reported when deleted);
-    `locked_sources` the release's locked cells (reported when edited: nbgrader restores them).
+    `locked_sources` the release's locked cells (reported when edited: nbgrader restores them);
+    `release_metadata` every release cell's nbgrader metadata by id, put back on that cell
+    (without it: the ids above are the release's, their metadata left as submitted). Any
+    other nbgrader metadata is removed. Both are reported.
     """
     path = submission.notebook
     link = symlink_in(submission)
@@ -141,6 +189,9 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
                                 f"{where}. Reopen it in Jupyter or download it again.") from None
         message = " ".join(str(err).split())[:300]
         raise GradingFailed(f"{path.name} is not a readable notebook: {message}") from None
+    if release_metadata is None:
+        release_metadata = dict.fromkeys({*cell_ids, *grade_ids, *(locked_sources or {})})
+    restored, stripped = _release_metadata_only(nb, release_metadata)
     present = {
         cell.metadata.get("nbgrader", {}).get("grade_id")
         for cell in nb.cells
@@ -152,6 +203,12 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
             f"cells ({', '.join(sorted(cell_ids))}) is in it"
         )
     warnings = []
+    if restored:
+        warnings.append(f"nbgrader metadata edited and put back as released: "
+                        f"{_names(restored)}")
+    if stripped:
+        warnings.append(f"nbgrader metadata the release does not have, removed (graded as "
+                        f"ordinary cells): {_names(stripped)}")
     edited = sorted(
         cell.metadata["nbgrader"]["grade_id"]
         for cell in nb.cells

@@ -4,11 +4,14 @@ nbgrader 0.9.6 (`OverwriteCells.add_missing_cells`) puts a deleted graded cell a
 source cell just before it, looked up among the submission's graded and answer cells only:
 when that cell is a locked one (this notebook has a self-check before each graded cell) it
 raises KeyError and the whole submission fails. Here the cell goes after the nearest earlier
-source cell the submission still has, of any kind, or first if there is none.
+source cell the submission still has, of any kind, or first if there is none. nbgrader also
+builds the restored cell as a plain dict, on which its own `determine_grade` fails for a
+hand-graded answer (`cell.metadata.nbgrader`): here it is a notebook node like the others.
 """
 
 from __future__ import annotations
 
+import nbformat
 from nbgrader.preprocessors import OverwriteCells
 
 
@@ -30,10 +33,10 @@ class OverwriteCellsInPlace(OverwriteCells):
                 continue
             self.log.warning("Missing grade cell %s encountered, adding to notebook",
                              grade_cell.name)
-            cell = self.missing_cell_transform(
+            cell = nbformat.from_dict(self.missing_cell_transform(
                 source_cells[grade_cell.name], grade_cell.max_score,
                 is_solution=grade_cell.name in solution_ids,
-            )
+            ))
             earlier = order[: order.index(grade_cell.name)]
             at = next((present[name] + 1 for name in reversed(earlier) if name in present), 0)
             nb.cells.insert(at, cell)

@@ -1,8 +1,9 @@
 """Fixtures of the browser tests: Debian's Chromium driven by Playwright, a real `jupyter lab`
 on loopback serving a graded course, and a screenshot folder per test.
 
-They skip, saying why, when Chromium or the Python `playwright` package is missing; `make test`
-installs both (tests/install_system_packages.sh, the `e2e` extra).
+They skip, saying why, when Chromium or the Python `playwright` package is missing (they fail
+instead under `SDPA_REQUIRE_ALL=1`, as in CI); `make test` installs both
+(tests/install_system_packages.sh, the `e2e` extra).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from required import unavailable
 
 # Chromium's background services (updates, sync, field trials, QUIC) try the network, which is
 # closed here; the sandbox needs privileges a root CI run does not give it.
@@ -46,7 +48,7 @@ def playwright_driver():
 def chromium_executable() -> str:
     path = chromium_path()
     if path is None:
-        pytest.skip("browser tests need Debian's chromium at /usr/bin/chromium (or "
+        unavailable("browser tests need Debian's chromium at /usr/bin/chromium (or "
                     "SDPA_E2E_CHROMIUM): `apt-get install chromium`, which make test tries "
                     "as root; Playwright's own browser download cannot work here")
     return path

@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,10 +31,15 @@ LAB_SETTINGS = {
 }
 
 
-def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _runtime_port(runtime: Path) -> int | None:
+    """The port the server bound, from the runtime file it writes once listening (the folder
+    is this server's own)."""
+    for info in runtime.glob("jpserver-*.json"):
+        try:
+            return int(json.loads(info.read_text())["port"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # not completely written yet
+    return None
 
 
 @dataclass
@@ -101,11 +105,12 @@ def start_lab_server(root_dir: Path, state: Path, *, timeout: float = 90.0) -> L
     """Start `jupyter lab` on 127.0.0.1 serving `root_dir` (also its working directory, where
     nbgrader's formgrader reads the course's nbgrader_config.py); return once it answers."""
     state.mkdir(parents=True, exist_ok=True)
-    port, token = free_loopback_port(), secrets.token_hex(24)
+    token = secrets.token_hex(24)
     log_path = state / "jupyter-lab.log"
+    # port 0: the server binds a port of the system's choosing and names it in its runtime file
     command = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        "--ServerApp.ip=127.0.0.1", "--ServerApp.port=0", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
         "--ServerApp.allow_root=True",  # CI runs as root; the server is on loopback only
         "--LabApp.news_url=None",
@@ -116,12 +121,17 @@ def start_lab_server(root_dir: Path, state: Path, *, timeout: float = 90.0) -> L
             command, cwd=root_dir, env=_private_environment(state), stdout=log,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
-    server = LabServer(root_dir, port, token, process, log_path)
+    server = LabServer(root_dir, 0, token, process, log_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"jupyter lab exited with status {process.returncode}:\n"
                                f"{server.log_tail()}")
+        if not server.port:
+            server.port = _runtime_port(state / "runtime") or 0
+            if not server.port:
+                time.sleep(0.2)
+                continue
         try:
             with urllib.request.urlopen(server.url("api/status"), timeout=2) as response:
                 if response.status == 200:

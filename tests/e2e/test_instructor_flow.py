@@ -12,7 +12,7 @@ import io
 
 import nbformat
 import pytest
-from class_course import ASSIGNMENT, NOTEBOOK, run_tool
+from class_course import ASSIGNMENT, NOTEBOOK, WRONG_CASE, run_tool
 from formgrader_ui import go_to, open_formgrader, row
 from playwright_api import expect
 
@@ -29,9 +29,10 @@ def points(value: float) -> str:
     return f"{value:g}"
 
 
-def in_gradebook(record) -> float:
-    """The kit's score as nbgrader shows it: with exercise 4's extra credit added on top."""
-    return record["score"] + (record.get("extra_credit") or 0.0)
+def in_gradebook(student: str) -> float:
+    """A student's expected score as nbgrader shows it: exercise 4's extra credit on top."""
+    score, extra_credit = expected_scores()[student]
+    return score + extra_credit
 
 
 def hand_graded_points(release) -> float:
@@ -40,11 +41,27 @@ def hand_graded_points(release) -> float:
                if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "markdown")
 
 
+def expected_scores() -> dict[str, tuple[float, float]]:
+    """What each student must get (score, extra credit), from the answer key and the corpus,
+    not from the kit's own output: formgrader is then held to absolute numbers."""
+    from autograder.corpus import case
+    from autograder.exercises import EXTRA_CREDIT, MAX_SCORE
+
+    wrong = case(WRONG_CASE)
+    return {"ada": (MAX_SCORE, EXTRA_CREDIT),
+            "ben": (wrong.expected_score, wrong.expected_extra_credit)}
+
+
 def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reaches_the_export(
         page, lab, graded_course, steps):
     students = graded_course.grades["students"]
     assert sorted(students) == ["ada", "ben"]
     assert all(record["status"] == "graded" for record in students.values()), students
+    expected = expected_scores()
+    assert expected["ben"][0] < expected["ada"][0] == 20
+    assert {s: (r["score"], r.get("extra_credit") or 0.0) for s, r in students.items()} \
+        == expected
+    assert all(record["max_score"] == 20 for record in students.values())
     release = nbformat.read(str(graded_course.release), as_version=4)
     by_hand = hand_graded_points(release)
     assert by_hand == 2
@@ -58,19 +75,19 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
     with steps.step("Manage Students lists the class with the kit's scores"):
         go_to(frame, "Manage Students")
         frame.locator("#main-table").scroll_into_view_if_needed()
-        for student, record in students.items():
+        for student in expected:
             expect(row(frame, "td.id", student).locator("td.score")).to_have_text(
-                f"{points(in_gradebook(record))} / {points(record['max_score'] + by_hand)}")
+                f"{points(in_gradebook(student))} / {points(20 + by_hand)}")
 
     with steps.step("Manual Grading lists every submission's code score, hand grading pending"):
         go_to(frame, "Manual Grading")
         go_to(frame, ASSIGNMENT)
         go_to(frame, NOTEBOOK)
         frame.locator("#main-table").scroll_into_view_if_needed()
-        for student, record in students.items():
+        for student in expected:
             submission = row(frame, "a.name-shown", student)
             expect(submission.locator("td.code-score")).to_have_text(
-                f"{points(in_gradebook(record))} / {points(record['max_score'])}")
+                f"{points(in_gradebook(student))} / {points(20)}")
             expect(submission.locator("td.written-score")).to_have_text(f"0 / {points(by_hand)}")
             expect(submission.locator("td.needs-manual-grade .glyphicon-ok")).to_have_count(1)
 
@@ -89,8 +106,7 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
         assert saved.value.ok, f"formgrader did not save the score: HTTP {saved.value.status}"
         expect(score_box).not_to_have_class("needs_manual_grade")
 
-    hand_graded = students[STUDENT_GRADED_BY_HAND]
-    total = in_gradebook(hand_graded) + HAND_SCORE
+    total = in_gradebook(STUDENT_GRADED_BY_HAND) + HAND_SCORE
     with steps.step("the submission list shows the hand score, nothing left to grade"):
         go_to(frame, NOTEBOOK)  # the page's breadcrumb back to the notebook's submissions
         frame.locator("#main-table").scroll_into_view_if_needed()
@@ -98,14 +114,14 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
         expect(submission.locator("td.written-score")).to_have_text(
             f"{points(HAND_SCORE)} / {points(by_hand)}")
         expect(submission.locator("td.score")).to_have_text(
-            f"{points(total)} / {points(hand_graded['max_score'] + by_hand)}")
+            f"{points(total)} / {points(20 + by_hand)}")
         expect(submission.locator("td.needs-manual-grade .glyphicon-ok")).to_have_count(0)
 
     with steps.step("Manage Students shows the new total"):
         go_to(frame, "Manage Students")
         frame.locator("#main-table").scroll_into_view_if_needed()
         expect(row(frame, "td.id", STUDENT_GRADED_BY_HAND).locator("td.score")).to_have_text(
-            f"{points(total)} / {points(hand_graded['max_score'] + by_hand)}")
+            f"{points(total)} / {points(20 + by_hand)}")
 
     with steps.step("nbgrader export includes the hand score"):
         run_tool(["nbgrader", "export"], cwd=graded_course.root)
@@ -113,8 +129,9 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
             io.StringIO((graded_course.root / "grades.csv").read_text()))}
         assert set(exported) == set(students)
         assert float(exported[STUDENT_GRADED_BY_HAND]["score"]) == pytest.approx(total)
-        for student, record in students.items():
+        for student in expected:
             assert exported[student]["assignment"] == ASSIGNMENT
-            assert float(exported[student]["max_score"]) == record["max_score"] + by_hand
+            assert float(exported[student]["max_score"]) == 20 + by_hand
             if student != STUDENT_GRADED_BY_HAND:
-                assert float(exported[student]["score"]) == pytest.approx(in_gradebook(record))
+                assert float(exported[student]["score"]) == pytest.approx(
+                    in_gradebook(student))

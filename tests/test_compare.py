@@ -1,0 +1,153 @@
+"""The comparison's arithmetic at its boundaries (`autograder.compare`): just inside a
+tolerance passes, just outside fails, and a value of the wrong kind says what it is.
+
+`tests/test_tolerances.py` measures the margins on the corpus; these tests hold the formulas
+themselves (found by mutation testing: tools/mutation_test.py), so that a tolerance cannot be
+loosened or tightened without a test noticing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from autograder.compare import (
+    FLOAT_RESULTS,
+    Mismatch,
+    Tolerance,
+    as_array,
+    as_floats,
+    as_pair,
+    close,
+    expect_close,
+    significant_figures,
+)
+from autograder.suites import test_ex1
+
+
+@pytest.mark.parametrize("expected", [0.0, 0.5, 1.0, -2.0])
+def test_a_value_is_close_up_to_atol_plus_rtol_times_the_expected_value(expected):
+    allowed = FLOAT_RESULTS.atol + FLOAT_RESULTS.rtol * abs(expected)
+    for inside in (expected + 0.9 * allowed, expected - 0.9 * allowed):
+        expect_close(np.array([inside]), np.array([expected]), "x")
+        assert FLOAT_RESULTS.ratio([inside], [expected]) == pytest.approx(0.9)
+    for outside in (expected + 1.1 * allowed, expected - 1.1 * allowed):
+        with pytest.raises(Mismatch, match="x is wrong: the value differs from"):
+            expect_close(np.array([outside]), np.array([expected]), "x")
+        assert FLOAT_RESULTS.ratio([outside], [expected]) == pytest.approx(1.1)
+
+
+@pytest.mark.parametrize("expected", [0.0, 0.5, -2.0])
+def test_diagnosing_agrees_within_the_tolerance_and_not_beyond(expected):
+    allowed = FLOAT_RESULTS.atol + FLOAT_RESULTS.rtol * abs(expected)
+    assert close([expected + 0.9 * allowed], [expected])
+    assert not close([expected + 1.5 * allowed], [expected])
+    assert not close([expected], [expected, expected])  # another shape
+    assert not close([np.nan], [expected]) and not close("0.5", [expected])
+
+
+def test_a_mismatch_counts_the_wrong_values():
+    expected = np.zeros((2, 3))
+    actual = expected.copy()
+    actual[0, 1] = actual[1, 2] = 0.5
+    with pytest.raises(Mismatch, match="2 of 6 values differ"):
+        expect_close(actual, expected, "attn")
+
+
+def test_the_tolerances_cannot_be_changed_by_the_code_that_uses_them():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FLOAT_RESULTS.rtol = 1.0  # type: ignore[misc]
+
+
+def test_the_ratio_of_nothing_is_zero_and_of_a_non_finite_error_infinite():
+    tolerance = Tolerance(rtol=1e-4, atol=1e-4)
+    assert tolerance.ratio([], []) == 0.0
+    assert tolerance.ratio([np.nan], [0.5]) == np.inf
+    assert tolerance.ratio([np.inf], [0.5]) == np.inf
+
+
+@pytest.mark.parametrize("reference, unit", [
+    (0.99966, 1e-3), (3.352e-4, 1e-6), (-3.352e-4, 1e-6), (-0.73106, 1e-3), (196.61, 1.0),
+])
+def test_three_significant_figures_allow_one_unit_of_the_third_whatever_the_sign(
+        reference, unit):
+    assert significant_figures(reference) == pytest.approx(unit, rel=1e-6)
+
+
+def test_no_significant_figures_of_zero_or_of_a_non_finite_reference():
+    assert significant_figures(0.0) == 0.0
+    assert significant_figures(float("inf")) == 0.0
+
+
+def test_numbers_too_large_for_a_float_are_refused_but_an_infinity_is_a_value():
+    huge = np.array([1e300], dtype=np.longdouble) * 1e300  # finite as long double, not float
+    if np.isinf(huge).any():
+        pytest.skip("this platform's long double is a float64")
+    with pytest.raises(Mismatch, match="too large for a float"):
+        as_floats(huge, "x")
+    assert np.isinf(as_floats(np.array([np.inf, 1.0]), "x")[0])  # wrong later, not here
+
+
+@pytest.mark.parametrize("value, named", [
+    (np.array(["2026-11-20"], dtype="M8[D]"), "datetime64"),
+    (np.array([1 + 2j]), "complex128"),
+    (np.array([[1.0, 2.0]], dtype=object), "numbers too large for a float"),
+])
+def test_a_value_that_is_not_real_numbers_is_named_in_the_message(value, named):
+    with pytest.raises(Mismatch, match=named):
+        as_array(value, "x")
+
+
+@pytest.mark.parametrize("mask", [
+    np.zeros((2, 2), dtype=np.uint8), np.zeros((2, 2), dtype="M8[s]"), np.zeros((2, 2), "U1"),
+])
+def test_a_mask_must_be_booleans(mask):
+    with pytest.raises(Mismatch, match="booleans"):
+        as_array(mask, "mask", dtype_kind="booleans")
+    assert as_array(np.zeros((2, 2), bool), "mask", dtype_kind="booleans").dtype == bool
+
+
+@pytest.mark.parametrize("value", [
+    [0.5, 0.5], (0.5, 0.5), np.array([0.5, 0.5]), np.array([[0.5, 0.5]]), [[0.5, 0.5]],
+    [np.float32(0.5), np.array(0.5)], [[0.5], [0.5]],
+    [np.array([0.5]), np.array([[0.5]])],  # two one-element numbers, of different shapes
+])
+def test_a_pair_is_two_numbers_in_any_usual_form(value):
+    np.testing.assert_array_equal(as_pair(value, "w"), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("value", [[0.5, 0.5, 0.0], (0.5,), np.zeros((2, 2)),
+                                   [[0.5, 0.5, 0.5]], [0.5, [0.5, 0.5]]])
+def test_anything_else_is_not_a_pair(value):
+    with pytest.raises(Mismatch):
+        as_pair(value, "w")
+
+
+class _Answers:
+    """Stands in for the sandboxed student: `value(name)` gives the answers."""
+
+    def __init__(self, **values):
+        self.values = values
+
+    def value(self, name):
+        return self.values[name]
+
+
+def test_weights_carry_the_students_own_scores_rounding_forward():
+    # Exercise 1's weights judged against the softmax of the student's own (wrong) scores:
+    # softmax(1, 0) = (0.731059, 0.268941), truncated to three decimals, is 0.94e-3 off
+    own = _Answers(ex1_scores=(1.0, 0.0), ex1_weights=(0.731, 0.268))
+    test_ex1.test_weights(own)
+    # 1.8e-3 off the softmax of their scores: more than both roundings together
+    off = _Answers(ex1_scores=(1.0, 0.0), ex1_weights=(0.7292, 0.2707))
+    with pytest.raises(Mismatch, match="not the softmax of your ex1_scores"):
+        test_ex1.test_weights(off)
+
+
+def test_hand_numbers_are_judged_to_three_decimals():
+    test_ex1.test_scores(_Answers(ex1_scores=(0.707, 0.0)))  # truncated: 0.1e-3 off
+    test_ex1.test_scores(_Answers(ex1_scores=(0.7062, 0.0)))  # 0.91e-3 off
+    with pytest.raises(Mismatch, match="three decimals"):
+        test_ex1.test_scores(_Answers(ex1_scores=(0.7060, 0.0)))  # 1.11e-3 off

@@ -1,0 +1,87 @@
+"""Each student's record (`sdpa_course.reports.records`): what a rerun resumes from.
+
+A graded record keeps the engine's scores as numbers and the submission's fingerprint; a
+failed one has no score at all (never 0) and says why; saving is atomic and loading survives
+a damaged file (that student is simply graded again).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sdpa_course.reports import records
+
+REPORT = {
+    "score": 14.5, "max_score": 20,
+    "exercises": {"ex3": {"score": 5.5, "max_score": 11, "diagnoses": ["mask-inverted"],
+                          "tests": []}},
+}
+
+
+def test_a_graded_record_keeps_the_scores_as_floats_and_the_fingerprint():
+    record = records.graded_record("ada", REPORT, "f1", ["edited"])
+    assert record["student"] == "ada" and record["status"] == records.GRADED == "graded"
+    assert record["score"] == 14.5 and isinstance(record["max_score"], float)
+    assert record["max_score"] == 20.0
+    assert record["exercises"] == REPORT["exercises"]
+    assert record["error"] is None and record["retry"] is False
+    assert record["warnings"] == ["edited"] and record["fingerprint"] == "f1"
+
+
+@pytest.mark.parametrize("retry", [False, True])
+def test_a_failed_record_has_no_score_and_a_reason(retry):
+    record = records.failed_record("cy", "not a readable notebook", "f2", retry=retry)
+    assert record["status"] == records.FAILED == "failed"
+    assert record["score"] is None and record["max_score"] is None
+    assert record["exercises"] == {}
+    assert record["error"] == "not a readable notebook" and record["retry"] is retry
+    assert record["warnings"] == [] and record["fingerprint"] == "f2"
+
+
+def test_a_failed_record_keeps_its_warnings():
+    record = records.failed_record("cy", "why", "f", warnings=["edited"])
+    assert record["warnings"] == ["edited"] and record["retry"] is False
+
+
+def test_records_are_saved_one_file_each_and_loaded_back(tmp_path):
+    ada = records.graded_record("ada", REPORT, "f1", [])
+    cy = records.failed_record("cy", "why", "f2")
+    for record in (ada, cy):
+        records.save_record(tmp_path, record)
+    folder = records.results_dir(tmp_path)
+    assert folder == tmp_path / "results"
+    assert sorted(p.name for p in folder.iterdir()) == ["ada.json", "cy.json"]  # no .tmp
+    assert records.load_records(tmp_path) == {"ada": ada, "cy": cy}
+    again = records.graded_record("ada", {**REPORT, "score": 20.0}, "f3", [])
+    records.save_record(tmp_path, again)  # a regrade replaces the record
+    assert records.load_records(tmp_path)["ada"]["score"] == 20.0
+
+
+def test_loading_skips_a_damaged_record_and_names_a_record_by_its_student(tmp_path):
+    records.save_record(tmp_path, records.graded_record("ada", REPORT, "f1", []))
+    folder = records.results_dir(tmp_path)
+    (folder / "ben.json").write_text('{"student": "ben", "status": ')  # cut short
+    (folder / "dee.json").write_text(json.dumps({"status": "graded", "score": 3.0}))
+    loaded = records.load_records(tmp_path)
+    assert set(loaded) == {"ada", "dee"}  # ben is graded again; dee's file names her
+    assert loaded["dee"]["score"] == 3.0
+
+
+def test_loading_skips_a_record_that_cannot_be_read(tmp_path):
+    records.save_record(tmp_path, records.graded_record("ada", REPORT, "f1", []))
+    (records.results_dir(tmp_path) / "ben.json").mkdir()  # not a file: reading it fails
+    assert set(records.load_records(tmp_path)) == {"ada"}
+
+
+def test_no_results_folder_means_no_records(tmp_path):
+    assert records.load_records(tmp_path) == {}
+
+
+def test_forgetting_a_record_removes_only_that_student(tmp_path):
+    for student in ("ada", "ben"):
+        records.save_record(tmp_path, records.failed_record(student, "why", "f"))
+    records.forget_record(tmp_path, "ada")
+    records.forget_record(tmp_path, "zed")  # nobody: nothing to do, no error
+    assert set(records.load_records(tmp_path)) == {"ben"}
