@@ -29,7 +29,7 @@ MAX = {key: exercise.max_score for key, exercise in EXERCISES.items()}
 LEAKY_PATH = "/opt/grader/autograder/suites/test_ex3.py"
 
 
-def grade_submission(path, *, limits=None, pool=None) -> dict:
+def grade_submission(path, *, limits=None, pool=None, variant=None) -> dict:
     notebook = json.loads(Path(path).read_text())
     code = "\n".join(
         "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
@@ -63,6 +63,7 @@ def grade_submission(path, *, limits=None, pool=None) -> dict:
         }
     return {
         "submission": str(path),
+        "variant": None if variant is None else variant.public(),
         "score": sum(scores.values()),
         "max_score": sum(MAX.values()),
         "exercises": exercises,

@@ -45,6 +45,14 @@ def with_deadline(course: Path, deadline: float) -> None:
         fh.write(f"\nc.ClassGrading.submission_deadline = {deadline}\n")
 
 
+def variant_of(course: Path, student: str):
+    """The variant `student` gets in `course` (its seed, the folder's id): build corpus cases
+    for a course with `autograder.corpus.cases(variant_of(course, student))`."""
+    from sdpa_course.course.directory import Course
+
+    return Course.open(course).variants.variant(student)
+
+
 def copy_course(template: Path, dest: Path) -> Path:
     shutil.copytree(template, dest)
     return dest

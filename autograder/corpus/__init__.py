@@ -9,6 +9,9 @@ grade every case and compare, and the demo can grade them as "typical mistakes".
     from autograder.corpus import cases
     for case in cases():
         case.name, case.source, case.expected_score, case.expected_diagnoses, case.fails
+
+`cases(variant)` writes exercises 1 and 2 with that student's own numbers (the lesson's by
+default): every case expects the same grade on every variant.
 """
 
 from __future__ import annotations
@@ -17,13 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.corpus import pieces as p
+from autograder.variants import DEFAULT, Variant
 
 FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0}
-CORRECT_EX1, CORRECT_EX2, CORRECT_EX3 = (
-    (p.EX1_ROUNDED,),
-    (p.SOFTMAX_STABLE, p.EX2_ROUNDED),
-    (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU),
-)
+CORRECT_EX3 = (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU)
 
 # Groups of hidden tests, by name, for the failing sets below.
 EX2_SOFTMAX = ("softmax_of_a_vector_matches_reference",
@@ -104,88 +104,102 @@ def _hostile(name, description, *parts, scores=None, codes=None):
     return Case(name, "hostile", description, parts, {**FULL, **(scores or {})}, codes or {})
 
 
-def _with_ex3(*ex3_parts):
-    return (*CORRECT_EX1, *CORRECT_EX2, *ex3_parts)
+def _forward_difference_step(variant: Variant) -> tuple[float, tuple[str, ...]]:
+    """(step, the gradient tests it fails). With the lesson's numbers a forward difference
+    with step 1e-2 is just outside three significant figures for grad_unscaled (1.7 units)
+    and inside them for grad_scaled. On other gaps 1e-2 may be inside for both (the answer is
+    then right to three figures), so other variants take a step of 0.1: 1.5% to 5% off, outside
+    three figures (at most 1%) and inside `imprecise-gradient` (20%) for every gap and d_k."""
+    if variant.is_default:
+        return 1e-2, EX2_NUMBERS[2:3]
+    return 0.1, EX2_NUMBERS[2:]
 
 
-def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
-    return _mistake(name, description, *_with_ex3(attention, p.CAUSAL_MASK_TRIU),
-                    lose={"ex3": lose}, codes={"ex3": codes}, fails={"ex3": fails})
+def cases(variant: Variant = DEFAULT) -> list[Case]:
+    """Every case of the corpus, correct ones first, with `variant`'s numbers."""
+    ex1, ex2 = variant.ex1, variant.ex2
+    ex1_rounded, ex2_rounded = p.ex1_rounded(ex1), p.ex2_rounded(ex2)
+    correct_ex1, correct_ex2 = (ex1_rounded,), (p.SOFTMAX_STABLE, ex2_rounded)
+    step, imprecise_fails = _forward_difference_step(variant)
 
+    def _with_ex3(*ex3_parts):
+        return (*correct_ex1, *correct_ex2, *ex3_parts)
 
-def cases() -> list[Case]:
-    """Every case of the corpus, correct ones first."""
+    def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
+        return _mistake(name, description, *_with_ex3(attention, p.CAUSAL_MASK_TRIU),
+                        lose={"ex3": lose}, codes={"ex3": codes}, fails={"ex3": fails})
+
     return [
         _correct("lesson-style", "the lesson's own code and hand-rounded numbers",
-                 p.EX1_ROUNDED, p.SOFTMAX_STABLE, p.EX2_ROUNDED, p.ATTENTION_LESSON,
+                 ex1_rounded, p.SOFTMAX_STABLE, ex2_rounded, p.ATTENTION_LESSON,
                  p.CAUSAL_MASK_TRIU),
         _correct("numpy-computed", "every number computed with numpy, np.where masking",
-                 p.EX1_COMPUTED, p.SOFTMAX_STABLE, p.EX2_COMPUTED, p.ATTENTION_WHERE,
+                 p.ex1_computed(ex1), p.SOFTMAX_STABLE, p.ex2_computed(ex2), p.ATTENTION_WHERE,
                  p.CAUSAL_MASK_TRIU),
         _correct("plain-loops", "plain Python loops and lists, no numpy in the answers",
-                 p.EX1_ROUNDED, p.SOFTMAX_LOOPS, p.EX2_ROUNDED, p.ATTENTION_LOOPS,
+                 ex1_rounded, p.SOFTMAX_LOOPS, ex2_rounded, p.ATTENTION_LOOPS,
                  p.CAUSAL_MASK_LOOPS),
         _correct("noisy", "correct, but prints, warns and divides by zero along the way",
                  p.NOISY, *_with_ex3(p.ATTENTION_LESSON, p.CAUSAL_MASK_TRIU)),
         _correct("float32", "float32 throughout softmax and attention, a -1e9 fill",
-                 p.EX1_ROUNDED, p.SOFTMAX_FLOAT32, p.EX2_COMPUTED, p.ATTENTION_FLOAT32,
+                 ex1_rounded, p.SOFTMAX_FLOAT32, p.ex2_computed(ex2), p.ATTENTION_FLOAT32,
                  p.CAUSAL_MASK_TRIU),
         _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill",
-                 p.EX1_COMPUTED, p.SOFTMAX_EPSILON, p.EX2_COMPUTED, p.ATTENTION_FINFO_MIN,
+                 p.ex1_computed(ex1), p.SOFTMAX_EPSILON, p.ex2_computed(ex2), p.ATTENTION_FINFO_MIN,
                  p.CAUSAL_MASK_TRIU),
         _correct("truncated-numbers", "hand numbers cut, not rounded, to three figures",
-                 p.EX1_TRUNCATED, p.SOFTMAX_STABLE, p.EX2_TRUNCATED, *CORRECT_EX3),
+                 p.ex1_truncated(ex1), p.SOFTMAX_STABLE, p.ex2_truncated(ex2), *CORRECT_EX3),
         _correct("one-element-answers", "numbers as arrays of shape (1,) and (1, 1), ex1 as "
-                 "(1, 2) rows", p.EX1_ROW_VECTORS, p.SOFTMAX_STABLE, p.EX2_ONE_ELEMENT,
+                 "(1, 2) rows", p.ex1_row_vectors(ex1), p.SOFTMAX_STABLE, p.ex2_one_element(ex2),
                  *CORRECT_EX3),
         # -- exercise 1: the later steps earn their points from the student's own numbers
         _mistake("ex1-no-scaling", "scores not divided by sqrt(d_k), then a right softmax",
-                 p.EX1_NO_SCALING, *CORRECT_EX2, *CORRECT_EX3,
+                 p.ex1_no_scaling(ex1), *correct_ex2, *CORRECT_EX3,
                  lose={"ex1": 1}, codes={"ex1": ("no-scaling",)}, fails={"ex1": ("scores",)}),
         _mistake("ex1-wrong-scale", "scores divided by d_k, then a right softmax",
-                 p.EX1_WRONG_SCALE, *CORRECT_EX2, *CORRECT_EX3,
+                 p.ex1_wrong_scale(ex1), *correct_ex2, *CORRECT_EX3,
                  lose={"ex1": 1}, codes={"ex1": ("wrong-scale",)}, fails={"ex1": ("scores",)}),
         _mistake("ex1-not-normalized", "weights are exp(scores), never normalised",
-                 p.EX1_NOT_NORMALIZED, *CORRECT_EX2, *CORRECT_EX3,
+                 p.ex1_not_normalized(ex1), *correct_ex2, *CORRECT_EX3,
                  lose={"ex1": 1}, codes={"ex1": ("not-normalized",)},
                  fails={"ex1": ("weights",)}),
         # -- exercise 2
         _mistake("ex2-unstable-softmax", "softmax without subtracting the maximum",
-                 *CORRECT_EX1, p.SOFTMAX_UNSTABLE, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_UNSTABLE, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 1}, codes={"ex2": ("unstable-softmax",)},
                  fails={"ex2": ("softmax_survives_large_scores",)}),
         _mistake("ex2-softmax-axis", "softmax normalised down the columns",
-                 *CORRECT_EX1, p.SOFTMAX_AXIS_0, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_AXIS_0, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 1}, codes={"ex2": ("softmax-axis",)},
                  fails={"ex2": ("softmax_normalises_each_row_of_a_matrix",)}),
         _mistake("ex2-not-normalized", "softmax never divides by the sum",
-                 *CORRECT_EX1, p.SOFTMAX_NOT_NORMALIZED, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_NOT_NORMALIZED, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 2}, codes={"ex2": ("not-normalized",)},
                  fails={"ex2": EX2_SOFTMAX[:2]}),
         _mistake("ex2-wrong-key", "the smaller key's weights reported",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_WRONG_KEY, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_wrong_key(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("wrong-key",)},
                  fails={"ex2": EX2_NUMBERS[:2]}),
         _mistake("ex2-no-scaling", "the scaled numbers computed without the 1/8",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_NO_SCALING, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_no_scaling(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("no-scaling",)},
                  fails={"ex2": EX2_NUMBERS[1::2]}),
         _mistake("ex2-wrong-scale", "scores divided by d_k = 64, the gradient right for that",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_WRONG_SCALE, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_wrong_scale(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("wrong-scale",)},
                  fails={"ex2": EX2_NUMBERS[1::2]}),
         _mistake("ex2-wrong-gradient", "the cross derivative -p1 p2 instead of p2 (1 - p2)",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_WRONG_GRADIENT, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_wrong_gradient(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("wrong-gradient",)},
                  fails={"ex2": EX2_NUMBERS[2:]}),
         _mistake("ex2-raw-score-gradient", "the scaled gradient taken w.r.t. the raw score",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_RAW_SCORE_GRADIENT, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_raw_score_gradient(ex2), *CORRECT_EX3,
                  lose={"ex2": 0.75}, codes={"ex2": ("raw-score-gradient",)},
                  fails={"ex2": EX2_NUMBERS[3:]}),
-        _mistake("ex2-forward-difference", "gradients by a forward difference with step 1e-2",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_FORWARD_DIFFERENCE, *CORRECT_EX3,
-                 lose={"ex2": 0.75}, codes={"ex2": ("imprecise-gradient",)},
-                 fails={"ex2": EX2_NUMBERS[2:3]}),
+        _mistake("ex2-forward-difference", "gradients by a forward difference with a large step",
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_forward_difference(ex2, step), *CORRECT_EX3,
+                 lose={"ex2": 0.75 * len(imprecise_fails)},
+                 codes={"ex2": ("imprecise-gradient",)}, fails={"ex2": imprecise_fails}),
         # -- exercise 3: attention. A mistake in the computation costs the six value tests
         # (5.5 points), a mistake in the masking the four masked ones (3.5); the property
         # tests (stable, read-only, unchanged inputs, stateless) hold whatever is computed.
@@ -232,7 +246,7 @@ def cases() -> list[Case]:
                                p.ATTENTION_NO_SCALING_ZERO_FILL, 5.5, VALUES, "no-scaling",
                                "mask-zero-fill"),
         _mistake("ex3-float32-no-scaling", "float32 throughout, scores not scaled",
-                 *CORRECT_EX1, p.SOFTMAX_FLOAT32, p.EX2_ROUNDED, p.ATTENTION_FLOAT32_NO_SCALING,
+                 *correct_ex1, p.SOFTMAX_FLOAT32, ex2_rounded, p.ATTENTION_FLOAT32_NO_SCALING,
                  p.CAUSAL_MASK_TRIU, lose={"ex3": 5.5}, codes={"ex3": ("no-scaling",)},
                  fails={"ex3": VALUES}),
         _ex3_attention_mistake("ex3-stub-left", "the release's NotImplementedError stub",
@@ -253,7 +267,7 @@ def cases() -> list[Case]:
                  codes={"ex3": ("missing-name",)}, fails={"ex3": CAUSAL_MASK}),
         # -- modules the grader does not have
         _mistake("scipy-without-scipy", "correct with scipy.special.softmax; no scipy here",
-                 *CORRECT_EX1, p.SOFTMAX_SCIPY, p.EX2_COMPUTED, p.ATTENTION_SCIPY,
+                 *correct_ex1, p.SOFTMAX_SCIPY, p.ex2_computed(ex2), p.ATTENTION_SCIPY,
                  p.CAUSAL_MASK_TRIU, lose={"ex2": 6, "ex3": 9.5},
                  codes={"ex2": ("missing-name", "crashed", "missing-module"),
                         "ex3": ("crashed", "missing-module")},
@@ -269,28 +283,28 @@ def cases() -> list[Case]:
                  p.PATCH_NUMPY, *_with_ex3(p.ATTENTION_NO_SCALING, p.CAUSAL_MASK_TRIU),
                  scores={"ex3": 5.5}, codes={"ex3": ("no-scaling",)}),
         _hostile("import-reference", "imports attention from sdpa_ref",
-                 *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE,
+                 *correct_ex1, *correct_ex2, p.IMPORT_REFERENCE,
                  scores={"ex3": 0}, codes={"ex3": ("missing-name", "forbidden-import")}),
         _hostile("import-reference-tricks", "reaches sdpa_ref and autograder by other spellings",
-                 *CORRECT_EX1, p.IMPORT_REFERENCE_TRICKS, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.IMPORT_REFERENCE_TRICKS, ex2_rounded, *CORRECT_EX3,
                  scores={"ex2": 3}, codes={"ex2": ("missing-name", "forbidden-import")}),
         _hostile("import-reference-in-call", "imports sdpa_ref inside attention",
-                 *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE_IN_CALL, p.CAUSAL_MASK_TRIU,
+                 *correct_ex1, *correct_ex2, p.IMPORT_REFERENCE_IN_CALL, p.CAUSAL_MASK_TRIU,
                  scores={"ex3": 1.5}, codes={"ex3": ("forbidden-import",)}),
         _hostile("exit-at-import", "os._exit in the middle of the file",
-                 *CORRECT_EX1, p.EXIT_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
+                 *correct_ex1, p.EXIT_AT_IMPORT, *correct_ex2, *CORRECT_EX3),
         _hostile("exit-in-call", "attention calls os._exit",
-                 *CORRECT_EX1, *CORRECT_EX2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU,
+                 *correct_ex1, *correct_ex2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU,
                  scores={"ex3": 1.5}, codes={"ex3": ("crashed",)}),
         _hostile("loop-at-import", "an endless loop between two exercises",
-                 *CORRECT_EX1, p.LOOP_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
+                 *correct_ex1, p.LOOP_AT_IMPORT, *correct_ex2, *CORRECT_EX3),
         _hostile("loop-in-call", "attention never returns",
-                 *CORRECT_EX1, *CORRECT_EX2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU,
+                 *correct_ex1, *correct_ex2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU,
                  scores={"ex3": 1.5}, codes={"ex3": ("timeout",)}),
         _hostile("memory-hog-at-import", "allocates 16 GiB at import",
-                 *CORRECT_EX1, p.MEMORY_HOG_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
+                 *correct_ex1, p.MEMORY_HOG_AT_IMPORT, *correct_ex2, *CORRECT_EX3),
         _hostile("memory-hog-in-call", "causal_mask allocates 64 GiB",
-                 *CORRECT_EX1, *CORRECT_EX2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL,
+                 *correct_ex1, *correct_ex2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL,
                  scores={"ex3": 9.5}, codes={"ex3": ("memory-limit",)}),
         _hostile("huge-output", "prints megabytes to stdout and stderr",
                  p.HUGE_OUTPUT, *_with_ex3(*CORRECT_EX3)),
@@ -302,14 +316,14 @@ def cases() -> list[Case]:
         _hostile("nan-of-the-right-shape", "attention returns NaN: no property points",
                  *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 1.5}),
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
-                 p.READ_HIDDEN_FILES, *CORRECT_EX2, *CORRECT_EX3,
+                 p.READ_HIDDEN_FILES, *correct_ex2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),
     ]
 
 
-def case(name: str) -> Case:
-    """The case called `name`."""
-    for found in cases():
+def case(name: str, variant: Variant = DEFAULT) -> Case:
+    """The case called `name`, with `variant`'s numbers."""
+    for found in cases(variant):
         if found.name == name:
             return found
     raise KeyError(name)

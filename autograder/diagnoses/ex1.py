@@ -1,7 +1,8 @@
-"""Exercise 1: which mistake the hand-computed numbers show.
+"""Exercise 1: which mistake the hand-computed numbers show, on the student's own numbers.
 
-The student's pair of numbers is compared, to three decimals, with what each mistake gives
-for q = (1, 0), k1 = (1, 0), k2 = (0, 1), v1 = (1, 0), v2 = (0, 1), d_k = 2.
+Each catalogued slip is a model of what the three answers become for the student's variant
+(`student.variant.ex1`): the scores scaled by the wrong factor (or not at all), or weights
+never normalised. The student's pairs of numbers are compared, to three decimals, with each.
 """
 
 from __future__ import annotations
@@ -14,15 +15,12 @@ import sdpa_ref
 from autograder.compare import HAND, Mismatch, as_pair
 from autograder.diagnoses.probe import Prober
 
-RAW = np.array([1.0, 0.0])  # (2,) q·k1, q·k2
-# What the scores become under each scale a student might use, and the code it shows.
-SCALES = {
-    1 / math.sqrt(2): "",
-    1.0: "no-scaling",
-    1 / 2: "wrong-scale",
-    math.sqrt(2): "wrong-scale",
-    2.0: "wrong-scale",
-}
+
+def scale_slips(d_k: int) -> dict[float, str]:
+    """The wrong factors a student might scale the raw scores by, and the code each shows:
+    none at all, 1/d_k, sqrt(d_k) and d_k instead of 1/sqrt(d_k)."""
+    return {1.0: "no-scaling", 1 / d_k: "wrong-scale", math.sqrt(d_k): "wrong-scale",
+            float(d_k): "wrong-scale"}
 
 
 def _near(pair, expected) -> bool:
@@ -37,20 +35,30 @@ def _pair(answer):
         return None
 
 
+def slip_models(numbers) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """(code, the three answers that slip gives) for each catalogued slip on these numbers."""
+    models = []
+    for factor, code in scale_slips(numbers.d_k).items():
+        scores = numbers.raw * factor  # (2,)
+        weights = sdpa_ref.softmax(scores)  # (2,)
+        models.append((code, {"ex1_scores": scores, "ex1_weights": weights,
+                              "ex1_output": weights @ numbers.values}))
+    with np.errstate(over="ignore"):
+        unnormalised = np.exp(numbers.raw * numbers.scale)  # (2,) exp(s_i), never divided
+    models.append(("not-normalized", {"ex1_weights": unnormalised,
+                                      "ex1_output": unnormalised @ numbers.values}))
+    return models
+
+
 def diagnose(student) -> set[str]:
     prober = Prober(student)
-    scores = _pair(prober.value("ex1_scores"))
-    weights = _pair(prober.value("ex1_weights"))
-    output = _pair(prober.value("ex1_output"))
+    answers = {name: _pair(prober.value(name))
+               for name in ("ex1_scores", "ex1_weights", "ex1_output")}
     codes = set()
-    for scale, code in SCALES.items():
-        if not code:
-            continue
-        expected_weights = sdpa_ref.softmax(RAW * scale)  # (2,); the output equals the weights
-        if (_near(scores, RAW * scale) or _near(weights, expected_weights)
-                or _near(output, expected_weights)):
+    for code, model in slip_models(student.variant.ex1):
+        if any(_near(answers[name], value) for name, value in model.items()):
             codes.add(code)
-    for pair in (weights, output):
-        if pair is not None and np.isfinite(pair).all() and abs(pair.sum() - 1) > 2 * HAND:
-            codes.add("not-normalized")
+    weights = answers["ex1_weights"]
+    if weights is not None and np.isfinite(weights).all() and abs(weights.sum() - 1) > 2 * HAND:
+        codes.add("not-normalized")
     return codes

@@ -2,7 +2,8 @@
 
 Written to `reports/<assignment>/` by `sdpa-course grade`:
 `class_report.html`, `scores.png`, `diagnoses.png` and `scores.csv` (one row per student,
-one column per exercise, plus status and reason; a failed student has empty scores, never 0).
+one column per exercise, plus status, reason and the student's variant; a failed student has
+empty scores, never 0).
 """
 
 from __future__ import annotations
@@ -29,12 +30,18 @@ def diagnosis_counts(records: dict[str, dict]) -> Counter:
     return counts
 
 
+def variant_label(record: dict) -> str:
+    """The label of the student's variant (`default`: the lesson's numbers), "" if unknown."""
+    variant = record.get("variant") or {}
+    return str(variant.get("label", "")) if isinstance(variant, dict) else ""
+
+
 def write_csv(records: dict[str, dict], path: Path) -> None:
     exercises = exercise_names(records)
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["student", "status", "score", "max_score", *exercises,
-                         "diagnoses", "reason"])
+                         "diagnoses", "reason", "variant"])
         for student, record in sorted(records.items()):
             graded = record["status"] == GRADED
             per_exercise = [
@@ -48,7 +55,7 @@ def write_csv(records: dict[str, dict], path: Path) -> None:
                 student, record["status"],
                 f"{record['score']:g}" if graded else "",
                 f"{record['max_score']:g}" if graded else "",
-                *per_exercise, " ".join(codes), reason,
+                *per_exercise, " ".join(codes), reason, variant_label(record),
             ])
 
 
@@ -109,6 +116,14 @@ def _plot_diagnoses(counts: Counter, path: Path) -> None:
     plt.close(fig)
 
 
+def _variants_sentence(records: dict[str, dict]) -> str:
+    labels = {variant_label(r) for r in records.values()} - {""}
+    if labels <= {"default"}:
+        return "Every student worked the lesson's own numbers (the default variant)."
+    return (f"Each student worked their own numbers: {len(labels)} variants, each student's "
+            "in the last column of scores.csv (`sdpa-course variant STUDENT` prints one).")
+
+
 def _html(records: dict[str, dict], counts: Counter, assignment: str) -> str:
     graded = [r for r in records.values() if r["status"] == GRADED]
     failed = [r for r in records.values() if r["status"] == FAILED]
@@ -135,6 +150,7 @@ img{{max-width:100%}}</style>
 <p>{len(records)} students: {len(graded)} graded, {len(failed)} failed.
 Mean automatic score of the graded: {mean:.2f} / {top:g}. Scores per student:
 <a href="scores.csv">scores.csv</a>.</p>
+<p>{_variants_sentence(records)}</p>
 <h2>Score distribution per exercise</h2>
 <img src="scores.png" alt="histogram of scores per exercise">
 <h2>Diagnoses</h2>

@@ -102,4 +102,23 @@ def summary_markdown(report: dict, pending: list[tuple[str, float]]) -> str:
                      "by hand; they are not counted as zero.")
     lines += ["", "The hidden tests themselves are not shown; each message below says what went "
               "wrong and how to look into it."]
+    lines += variant_lines(report.get("variant"))
     return "\n".join(lines)
+
+
+def variant_lines(variant) -> list[str]:
+    """Which numbers were graded, for a student's own variant (nothing for the lesson's)."""
+    if not isinstance(variant, dict):
+        return []
+    label, shown = str(variant.get("label", "default")), variant.get("shown")
+    lines = []
+    if label != "default":
+        owner = (f" (student {html.escape(str(variant['student']))})"
+                 if variant.get("student") else "")
+        lines += ["", f"Graded as variant {html.escape(label)}{owner}: your own numbers for "
+                  "Exercises 1 and 2, and hidden inputs of your own for Exercise 3."]
+    if isinstance(shown, str) and shown != label:
+        lines += ["", f"**Your notebook showed the numbers of variant {html.escape(shown)}**, "
+                  f"not those of the variant it was graded as ({html.escape(label)}): check the "
+                  "student id in the cell *Your numbers*."]
+    return lines

@@ -23,6 +23,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "score": float(report["score"]),
         "max_score": float(report["max_score"]),
         "exercises": report["exercises"],
+        "variant": report.get("variant"),  # whose numbers were graded (no hidden input)
         "error": None,
         "warnings": warnings,
         "fingerprint": fingerprint,
@@ -40,6 +41,7 @@ def failed_record(student: str, error: str, fingerprint: str, *, retry: bool = F
         "score": None,
         "max_score": None,
         "exercises": {},
+        "variant": None,  # filled in by the run, which knows the student's variant
         "error": error,
         "warnings": warnings or [],
         "fingerprint": fingerprint,
