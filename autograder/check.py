@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 
-def check_path(path: Path, *, as_json: bool = False) -> int:
+def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
+    """Grade `path` as `variant` (`autograder.variants`; the lesson's numbers by default)."""
     from autograder.submission import SubmissionError, read_submission
 
     try:
@@ -28,7 +29,8 @@ def check_path(path: Path, *, as_json: bool = False) -> int:
     from autograder.report import render_text
 
     try:
-        report = grade_cells(cells, submission=str(path))
+        report = (grade_cells(cells, submission=str(path)) if variant is None
+                  else grade_cells(cells, submission=str(path), variant=variant))
     except Exception as err:  # the kit, not the submission, failed: say so, exit non-zero
         print(f"sdpa-course check: the kit could not grade {path}: {type(err).__name__}: "
               f"{str(err).strip()}", file=sys.stderr)

@@ -11,7 +11,6 @@ default), never against the variant the notebook claims to show.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from autograder.diagnoses import diagnose_submission
@@ -20,14 +19,12 @@ from autograder.runner import run_tests
 from autograder.student import Student
 from autograder.submission import SubmittedCell, read_content, read_submission
 from autograder.variants import DEFAULT, Variant
+from autograder.variants.shown import shown_label
 
 # The environment variable the notebook's *Your numbers* cell reads the student id from, set
 # in the sandbox to the id the submission is graded as (as JupyterHub sets JUPYTERHUB_USER):
 # a notebook that works its answers out from its numbers works them out for its owner.
 STUDENT_ID_VARIABLE = "SDPA_STUDENT_ID"
-# The label of the numbers the notebook's *Your numbers* cell showed (`YOUR_VARIANT`).
-SHOWN_VARIANT_NAME = "YOUR_VARIANT"
-_LABEL = re.compile(r"default|[0-9a-f]{6}")
 
 
 def grade_submission(path: Path | str, *, limits=None, pool=None,
@@ -61,17 +58,6 @@ def _student_id_cell(variant: Variant):
     return Cell(source=source, label="the grader's setup", first_line=0)
 
 
-def _shown_variant(student) -> str | None:
-    """The label of the numbers the notebook showed, when it says one plainly."""
-    from autograder.sandbox import StudentError
-
-    try:
-        label = student.value(SHOWN_VARIANT_NAME) if student.has(SHOWN_VARIANT_NAME) else None
-    except StudentError:
-        return None
-    return label if isinstance(label, str) and _LABEL.fullmatch(label) else None
-
-
 def grade_cells(
     cells: list[SubmittedCell], *, submission: str, limits=None, pool=None,
     variant: Variant = DEFAULT,
@@ -89,7 +75,7 @@ def grade_cells(
             student, results, cells=cells, outcomes=outcomes,
             forbidden_imports=set(sandbox.forbidden_imports),
         )
-        shown = _shown_variant(student)
+        shown = shown_label(student)  # what the notebook says it showed: reported, not used
         output, warnings = sandbox.output, list(sandbox.warnings)
         refused = sorted(sandbox.forbidden_imports)
     if refused:

@@ -128,7 +128,7 @@ def render_text(report: dict) -> str:
     if variant.get("label", "default") != "default":
         owner = f" (student {_safe(variant['student'])})" if variant.get("student") else ""
         lines[1:1] = [f"Graded as variant {_safe(variant['label'])}{owner}, with its own "
-                      "numbers and hidden inputs", ""]
+                      "numbers and hidden inputs"]
     for key, ex in report["exercises"].items():
         title = EXERCISES[key].title
         lines.append(f"  {key}  {title:<38} {_fmt(ex['score']):>5} / {_fmt(ex['max_score'])}")

@@ -60,7 +60,24 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    return check_path(Path(args.path), as_json=args.json)
+    if args.course and not args.student:
+        raise KitError("--course needs --student: the id of the student to grade as")
+    variant = None
+    if args.student:
+        from sdpa_course.course.directory import Course  # deferred: start-up time (nbgrader)
+
+        course = Course.open(Path(args.course or "."))
+        variant = course.variants.variant(args.student, course.assignment)
+    return check_path(Path(args.path), as_json=args.json, variant=variant)
+
+
+def _variant(args: argparse.Namespace) -> int:
+    from sdpa_course.course.variants import show_variant  # deferred: start-up time
+
+    answer_key = Path(args.answer_key) if args.answer_key else None
+    print(show_variant(Path(args.course_dir), args.student, as_json=args.json,
+                       answer_key=answer_key))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,7 +119,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="grade one submission (.ipynb or .py) locally")
     p.add_argument("path", help="the notebook or Python file to check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--student", metavar="ID", default=None,
+                   help="grade as this student of the course: their own numbers and hidden "
+                        "inputs (default: the lesson's numbers)")
+    p.add_argument("--course", metavar="DIR", default=None,
+                   help="the course directory whose seed gives --student's variant "
+                        "(default: here)")
     p.set_defaults(func=_check)
+
+    p = sub.add_parser("variant", help="a student's own numbers and expected answers")
+    p.add_argument("student", help="the student id, as in submitted/<student>/")
+    p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
+    p.add_argument("--json", action="store_true", help="print them as JSON")
+    p.add_argument("--answer-key", metavar="PATH", default=None,
+                   help="also write the student's answer key (a notebook) to PATH")
+    p.set_defaults(func=_variant)
     return parser
 
 

@@ -16,11 +16,19 @@ default): every case expects the same grade on every variant.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from autograder.compare import significant_figures
 from autograder.corpus import pieces as p
-from autograder.variants import DEFAULT, Variant
+from autograder.diagnoses.ex1 import scale_slips
+from autograder.variants import DEFAULT, Variant, variant_for
+
+# Classmates' variants, for the case of a notebook that shows another student's numbers.
+CLASSMATES_SEED = "c1a55e00" * 8
 
 FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0}
 CORRECT_EX3 = (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU)
@@ -115,6 +123,52 @@ def _forward_difference_step(variant: Variant) -> tuple[float, tuple[str, ...]]:
     return 0.1, EX2_NUMBERS[2:]
 
 
+def _p_unscaled_apart(other: Variant, variant: Variant) -> float:
+    """How far the classmate's p_unscaled, as written (`pieces.ex2_rounded`), is from the
+    student's, in units of its third significant figure: every gap of the family gives 0.998
+    to 1.00, so it is often right for both."""
+    mine = variant.ex2.expected()["p_unscaled"]
+    written = float(format(other.ex2.expected()["p_unscaled"], ".4g"))
+    return abs(mine - written) / significant_figures(mine)
+
+
+def _unlike(other: Variant, variant: Variant) -> bool:
+    """Every answer of `other` is far from `variant`'s (p_unscaled far or the same), and none
+    earns a point for it by coincidence (scores that are a slip on the student's own dot
+    products, an output that is the weighted sum of the student's own values)."""
+    mine, theirs = variant.ex1.expected(), other.ex1.expected()
+    far = 0.05  # 50 times the three-decimal tolerance
+    own_slips = [variant.ex1.raw * f for f in (variant.ex1.scale, *scale_slips(variant.ex1.d_k))]
+    ex1_apart = (all(np.abs(mine[k] - theirs[k]).max() > far for k in mine)
+                 and all(np.abs(theirs["ex1_scores"] - s).max() > far for s in own_slips)
+                 and np.abs(theirs["ex1_weights"] @ variant.ex1.values
+                            - theirs["ex1_output"]).max() > far)
+    mine, theirs = variant.ex2.expected(), other.ex2.expected()
+    ex2_apart = all(abs(mine[k] - theirs[k]) > 5 * significant_figures(mine[k])
+                    for k in ("p_scaled", "grad_unscaled", "grad_scaled"))
+    return ex1_apart and ex2_apart and abs(_p_unscaled_apart(other, variant) - 1) > 0.1
+
+
+def classmate(variant: Variant) -> Variant:
+    """The first classmate whose numbers give answers all unlike `variant`'s."""
+    for index in itertools.count():
+        other = variant_for(CLASSMATES_SEED, "sdpa", f"classmate-{index}")
+        if _unlike(other, variant):
+            return other
+    raise AssertionError("unreachable")
+
+
+def _other_variant_case(variant: Variant) -> Case:
+    other = classmate(variant)
+    ex2_fails = EX2_NUMBERS[1:] if _p_unscaled_apart(other, variant) < 1 else EX2_NUMBERS
+    return _mistake("other-variant", "a classmate's numbers (a mistyped id), answered right",
+                    p.shown_numbers(other), p.ex1_rounded(other.ex1), p.SOFTMAX_STABLE,
+                    p.ex2_rounded(other.ex2), *CORRECT_EX3,
+                    lose={"ex1": 3, "ex2": 0.75 * len(ex2_fails)},
+                    codes={"ex1": ("other-variant",), "ex2": ("other-variant",)},
+                    fails={"ex1": ("scores", "weights", "output"), "ex2": ex2_fails})
+
+
 def cases(variant: Variant = DEFAULT) -> list[Case]:
     """Every case of the corpus, correct ones first, with `variant`'s numbers."""
     ex1, ex2 = variant.ex1, variant.ex2
@@ -163,6 +217,8 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  p.ex1_not_normalized(ex1), *correct_ex2, *CORRECT_EX3,
                  lose={"ex1": 1}, codes={"ex1": ("not-normalized",)},
                  fails={"ex1": ("weights",)}),
+        # -- a notebook showing a classmate's numbers, answered right for them
+        _other_variant_case(variant),
         # -- exercise 2
         _mistake("ex2-unstable-softmax", "softmax without subtracting the maximum",
                  *correct_ex1, p.SOFTMAX_UNSTABLE, ex2_rounded, *CORRECT_EX3,

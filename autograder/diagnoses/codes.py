@@ -3,7 +3,8 @@
 `unsupported-type` comes from the sandbox (a value that cannot cross back as plain data) and
 `stateful` from the grader (a second call with the same inputs answers differently); both are
 codes added beside the contract's, none of which is renamed. So are `raw-score-gradient`,
-`imprecise-gradient` and `missing-module`, which CONTRACT section 3 now lists.
+`imprecise-gradient`, `missing-module` and `other-variant` (the answers are another
+variant's, `autograder.variants`), which CONTRACT section 3 now lists.
 """
 
 CODES: dict[str, str] = {
@@ -18,6 +19,8 @@ CODES: dict[str, str] = {
                           "scaled score that goes into the softmax",
     "imprecise-gradient": "the derivative is only approximately right (a finite difference "
                           "with a large step, or computed from a rounded weight)",
+    "other-variant": "the numbers answered are right for another student's numbers (the "
+                     "notebook shows another variant), not for the student's own",
     "mask-ignored": "the mask has no effect",
     "mask-inverted": 'True treated as "keep"',
     "mask-after-softmax": "masked weights zeroed after softmax without renormalising",

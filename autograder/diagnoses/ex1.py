@@ -2,7 +2,10 @@
 
 Each catalogued slip is a model of what the three answers become for the student's variant
 (`student.variant.ex1`): the scores scaled by the wrong factor (or not at all), or weights
-never normalised. The student's pairs of numbers are compared, to three decimals, with each.
+never normalised. The student's pairs of numbers are compared, to three decimals, with each:
+the scores and the weights first, the output only when they show nothing.
+Answers that are right for the numbers the notebook shows, when those are another variant's
+(a mistyped student id, a classmate's notebook), are `other-variant`, not a misconception.
 """
 
 from __future__ import annotations
@@ -14,6 +17,11 @@ import numpy as np
 import sdpa_ref
 from autograder.compare import HAND, Mismatch, as_pair
 from autograder.diagnoses.probe import Prober
+from autograder.variants.shown import read_shown
+
+# Answers within this of what another variant's numbers give are that variant's: three
+# decimals of hand rounding at each of three steps, well inside the slips' 0.047.
+OTHER_VARIANT = 5 * HAND
 
 
 def scale_slips(d_k: int) -> dict[float, str]:
@@ -50,14 +58,33 @@ def slip_models(numbers) -> list[tuple[str, dict[str, np.ndarray]]]:
     return models
 
 
+def answers_for_other_variant(student, answers) -> bool:
+    """Every answer is right for the numbers the notebook shows, and those are not the
+    numbers of the variant graded."""
+    shown = read_shown(student).ex1
+    if shown is None or shown == student.variant.ex1:
+        return False
+    expected = shown.expected()
+    return all(pair is not None and bool(np.all(np.abs(pair - expected[name]) <= OTHER_VARIANT))
+               for name, pair in answers.items())
+
+
 def diagnose(student) -> set[str]:
     prober = Prober(student)
     answers = {name: _pair(prober.value(name))
                for name in ("ex1_scores", "ex1_weights", "ex1_output")}
+    if answers_for_other_variant(student, answers):
+        return {"other-variant"}
     codes = set()
-    for code, model in slip_models(student.variant.ex1):
-        if any(_near(answers[name], value) for name, value in model.items()):
-            codes.add(code)
+    models = slip_models(student.variant.ex1)
+    # The earliest steps say most: the output alone (w1 v1 + w2 v2) can coincide between
+    # slips (a zero value vector, saturated weights), so it is read only when the scores and
+    # weights show no slip.
+    for names in (("ex1_scores", "ex1_weights"), ("ex1_output",)):
+        codes |= {code for code, model in models
+                  if any(_near(answers[name], model[name]) for name in names if name in model)}
+        if codes:
+            break
     weights = answers["ex1_weights"]
     if weights is not None and np.isfinite(weights).all() and abs(weights.sum() - 1) > 2 * HAND:
         codes.add("not-normalized")

@@ -33,6 +33,10 @@ EX3_STABLE = frozenset({"attention_is_stable_at_large_scores"})
 EX3_INPUTS = frozenset({"attention_accepts_read_only_inputs",
                         "attention_leaves_its_inputs_unchanged"})
 
+_OTHER_VARIANT = ("these are the answers for the numbers your notebook shows, which are not "
+                  "yours: check the student id in the cell Your numbers, then work with your "
+                  "own numbers")
+
 # (exercise, code) -> (the tests it explains, what to say; "" when the test's own message
 # already names the problem, as for a wrong shape).
 EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
@@ -43,6 +47,8 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("ex1", "not-normalized"): (frozenset({"weights", "output"}),
                                 "your weights do not sum to 1: divide each exp(s_i) by the "
                                 "sum of both"),
+    ("ex1", "other-variant"): (EX1_ALL, _OTHER_VARIANT),
+    ("ex2", "other-variant"): (EX2_WEIGHTS | EX2_GRADIENTS, _OTHER_VARIANT),
     ("ex2", "not-normalized"): (EX2_SOFTMAX | EX2_WEIGHTS,
                                 "the weights do not sum to 1: divide the exponentials by "
                                 "their sum (a weight lies between 0 and 1)"),

@@ -21,6 +21,8 @@ DIAGNOSIS_HINTS = {
     "unstable-softmax": "the softmax overflows for large scores: subtract the row maximum first",
     "wrong-key": "the weight reported is the smaller key's, not the larger key's",
     "wrong-gradient": "the softmax derivative is wrong: d p_i / d z_i = p_i (1 - p_i)",
+    "other-variant": "the answers are right for another student's numbers, not your own: "
+                     "check the student id in the cell Your numbers",
     "mask-ignored": "the mask has no effect",
     "mask-inverted": "True in the mask means 'masked out', not 'keep'",
     "mask-after-softmax": "masked weights are zeroed after the softmax without renormalising",
