@@ -37,8 +37,13 @@ def _init(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace) -> int:
     from sdpa_course.course.release import release_assignment  # deferred: start-up time
 
+    from sdpa_course.course.directory import Course  # deferred: start-up time
+    from sdpa_course.nbgrader_ext.variants import how_to_add_a_seed  # deferred: start-up time
+
     out = release_assignment(Path(args.course_dir))
     print(f"Released the assignment for students: {out}")
+    if not Course.open(Path(args.course_dir)).variants.has_seed:
+        print(f"Note: {how_to_add_a_seed()}")
     return 0
 
 

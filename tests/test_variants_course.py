@@ -246,3 +246,45 @@ def test_check_with_a_course_but_no_student_says_what_is_missing(tmp_path, capsy
     path.write_text("x = 1\n")
     assert main(["check", str(path), "--course", str(tmp_path)]) == 2
     assert "--course needs --student" in capsys.readouterr().err
+
+
+# -- the released notebook in a real kernel ----------------------------------------------------
+
+def _run_in_kernel(notebook, cwd: Path):
+    import os
+
+    from nbclient import NotebookClient
+
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return {cell.metadata.get("nbgrader", {}).get("grade_id", cell.id): "".join(
+        out.get("text", "") for out in cell.outputs if out.output_type == "stream")
+        for cell in notebook.cells if cell.cell_type == "code"}
+
+
+@pytest.mark.slow
+def test_on_jupyterhub_the_release_shows_the_logged_in_students_numbers(graded, tmp_path,
+                                                                       monkeypatch):
+    course, _ = graded
+    monkeypatch.setenv("JUPYTERHUB_USER", "ben")
+    monkeypatch.delenv("SDPA_STUDENT_ID", raising=False)
+    release = nbformat.read(str(course / "release" / "sdpa" / "attention.ipynb"), as_version=4)
+    said = _run_in_kernel(release, tmp_path)
+    ben = variant_of(course, "ben")
+    assert (f"Your numbers, variant {ben.label}, for student id 'ben' (your JupyterHub login)"
+            in said[NUMBERS_CELL])
+    assert f"q = ({', '.join(map(str, ben.ex1.q))})" in said["ex1_given"]
+    assert f"raw scores ({ben.ex2.gap}, 0), d_k = {ben.ex2.d_k}" in said["ex2_given"]
+
+
+@pytest.mark.slow
+def test_a_students_answer_key_passes_every_self_check_in_a_kernel(graded, tmp_path,
+                                                                   monkeypatch):
+    course, _ = graded
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    said = _run_in_kernel(answer_key_for(Course.open(course), "cy"), tmp_path)
+    assert f"variant {variant_of(course, 'cy').label}" in said[NUMBERS_CELL]
+    for grade_id, text in said.items():
+        if "selfcheck" in grade_id:
+            assert "these quick checks pass" in text, (grade_id, text)
