@@ -35,9 +35,8 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from sdpa_course.course.release import release_assignment  # deferred: start-up time
-
     from sdpa_course.course.directory import Course  # deferred: start-up time
+    from sdpa_course.course.release import release_assignment  # deferred: start-up time
     from sdpa_course.nbgrader_ext.variants import how_to_add_a_seed  # deferred: start-up time
 
     out = release_assignment(Path(args.course_dir))
@@ -68,11 +67,22 @@ def _check(args: argparse.Namespace) -> int:
     if args.course and not args.student:
         raise KitError("--course needs --student: the id of the student to grade as")
     variant = None
-    if args.student:
+    if args.student and args.course:
         from sdpa_course.course.directory import Course  # deferred: start-up time (nbgrader)
 
-        course = Course.open(Path(args.course or "."))
+        course = Course.open(Path(args.course))
         variant = course.variants.variant(args.student, course.assignment)
+    elif args.student:
+        from autograder.variants import public_variant  # deferred: start-up time
+        from sdpa_course.assignment import ASSIGNMENT  # deferred: start-up time
+        from sdpa_course.nbgrader_ext.variants import notebook_numbers_key  # deferred: nbgrader
+
+        key = notebook_numbers_key(Path(args.path))
+        if not key:
+            raise KitError(f"{args.path} carries no course key (a notebook released by a "
+                           "course with a seed does): its numbers are the lesson's, check it "
+                           "without --student")
+        variant = public_variant(key, ASSIGNMENT, args.student)
     return check_path(Path(args.path), as_json=args.json, variant=variant)
 
 
@@ -125,11 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="the notebook or Python file to check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--student", metavar="ID", default=None,
-                   help="grade as this student of the course: their own numbers and hidden "
-                        "inputs (default: the lesson's numbers)")
+                   help="grade as this student: their own numbers, from the notebook's "
+                        "course key (default: the lesson's numbers)")
     p.add_argument("--course", metavar="DIR", default=None,
-                   help="the course directory whose seed gives --student's variant "
-                        "(default: here)")
+                   help="with --student: the course directory whose seed gives the student's "
+                        "numbers and hidden inputs (for instructors)")
     p.set_defaults(func=_check)
 
     p = sub.add_parser("variant", help="a student's own numbers and expected answers")

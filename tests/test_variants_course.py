@@ -288,3 +288,18 @@ def test_a_students_answer_key_passes_every_self_check_in_a_kernel(graded, tmp_p
     for grade_id, text in said.items():
         if "selfcheck" in grade_id:
             assert "these quick checks pass" in text, (grade_id, text)
+
+
+def test_a_student_checks_their_own_numbers_with_the_notebooks_key(graded, tmp_path, capsys):
+    """No course directory: the numbers come from the key the released notebook carries,
+    the hidden inputs are the lesson's (the secret ones need the seed)."""
+    course, _ = graded
+    mine = tmp_path / "attention.ipynb"
+    nbformat.write(answer_key_for(Course.open(course), "ben"), str(mine))
+    assert main(["check", str(mine), "--student", "ben", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["score"] == 20.0
+    assert report["variant"]["label"] == variant_of(course, "ben").label
+    assert main(["check", str(REPO / "solutions" / "sdpa" / "attention.ipynb"),
+                 "--student", "ben"]) == 2
+    assert "carries no course key" in capsys.readouterr().err

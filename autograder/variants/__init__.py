@@ -21,9 +21,10 @@ from autograder.variants.variant import (
     Ex1Numbers,
     Ex2Numbers,
     Variant,
+    public_variant,
     root_text,
     variant_for,
 )
 
 __all__ = ["DEFAULT", "BadSeed", "Ex1Numbers", "Ex2Numbers", "Variant", "new_seed",
-           "numbers_key", "root_text", "variant_for"]
+           "numbers_key", "public_variant", "root_text", "variant_for"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange.default.exchange import Exchange
@@ -89,6 +90,23 @@ def embedded_key(source: str) -> str | None:
         return None
     found = re.search(r'"numbers_key": "([0-9a-f]*)"', match.group(0))
     return found.group(1) if found else None
+
+
+def notebook_numbers_key(path: Path) -> str:
+    """The numbers key a notebook file's *Your numbers* cell carries; "" for none (not a
+    notebook, no such cell, a copy made outside a course)."""
+    try:
+        notebook = json.loads(Path(path).read_text(encoding="utf-8"))
+        cells = notebook["cells"]
+        for cell in cells if isinstance(cells, list) else []:
+            grade_id = (cell.get("metadata") or {}).get("nbgrader", {}).get("grade_id")
+            if grade_id == NUMBERS_CELL:
+                source = cell.get("source", "")
+                source = "".join(source) if isinstance(source, list) else str(source)
+                return embedded_key(source) or ""
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        pass
+    return ""
 
 
 class EmbedCourseNumbers(NbGraderPreprocessor):
