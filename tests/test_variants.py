@@ -34,7 +34,7 @@ from tests.variant_sample import SEED, in_notebook, released_numbers_cell
 
 REPO = Path(__file__).resolve().parents[1]
 CLASS = [f"student{i:03d}" for i in range(200)]
-MANY = [f"s{i}" for i in range(120)]  # the students of the in-process property tests
+MANY = [f"s{i}" for i in range(80)]  # the students of the in-process property tests
 EX12_TESTS = tuple(t for t in collect() if t.exercise in ("ex1", "ex2"))
 
 
