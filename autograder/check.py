@@ -4,13 +4,22 @@ Exit status 0 whenever the submission was graded, whatever its score; 2 when it 
 (a missing file, broken notebook JSON, another assignment's notebook, an empty file); 1 when
 the kit itself failed (the sandbox could not start).
 The grading engine is imported only once the arguments are known to be usable.
+
+`check` is what a self-learner runs on their own notebook: where the machine refuses the
+sandbox's namespaces, it says so in one line and runs the code unisolated (the report's
+warnings say so too), rather than refusing as `grade` does.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
+
+UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolation ({reason}); "
+                   "running your code unisolated, as you, which is fine for your own notebook "
+                   "(never grade others' this way)")
 
 
 def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
@@ -22,18 +31,29 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     except SubmissionError as err:
         print(f"sdpa-course check: {err}", file=sys.stderr)
         return 2
-    from autograder.sandbox import default_pool
+    from autograder.sandbox import IsolationUnavailable, SandboxPool
 
-    default_pool().start(wait=False)  # the zygote boots while the suites import
+    pool = SandboxPool()
+    pool.start(wait=False)  # the zygote boots while the suites import
     from autograder.engine import grade_cells
     from autograder.report import render_text
 
     try:
-        report = (grade_cells(cells, submission=str(path)) if variant is None
-                  else grade_cells(cells, submission=str(path), variant=variant))
+        graded_as = {} if variant is None else {"variant": variant}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the report carries them
+            try:
+                report = grade_cells(cells, submission=str(path), pool=pool, **graded_as)
+            except IsolationUnavailable as refused:
+                pool.close()
+                print(UNISOLATED_NOTE.format(reason=refused.reason), file=sys.stderr)
+                pool = SandboxPool(isolation="unsafe-none")
+                report = grade_cells(cells, submission=str(path), pool=pool, **graded_as)
     except Exception as err:  # the kit, not the submission, failed: say so, exit non-zero
         print(f"sdpa-course check: the kit could not grade {path}: {type(err).__name__}: "
               f"{str(err).strip()}", file=sys.stderr)
         return 1
+    finally:
+        pool.close()
     print(json.dumps(report, indent=2) if as_json else render_text(report))
     return 0

@@ -78,6 +78,7 @@ def grade_cells(
         shown = shown_label(student)  # what the notebook says it showed: reported, not used
         output, warnings = sandbox.output, list(sandbox.warnings)
         refused = sorted(sandbox.forbidden_imports)
+        isolation = sandbox.isolation
     if refused:
         warnings.append(f"the submission tried to import {', '.join(refused)}; refused")
     if shown is not None and shown != variant.label:
@@ -88,4 +89,5 @@ def grade_cells(
         warnings=warnings, variant=variant,
     )
     report["variant"]["shown"] = shown  # what the notebook said it showed, if it said
+    report["isolation"] = isolation  # "unsafe-none" only when asked for; warnings say so
     return report

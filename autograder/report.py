@@ -1,8 +1,9 @@
 """The grade report: the dict of CONTRACT section 2, and a readable table for a terminal.
 
-Beyond the contract's keys the report has `cells` (cells that did not run cleanly), `output`
-(what the student's code printed), `warnings` (notes for the student and the instructor) and
-`missing_modules` (`[{"module": "scipy", "names": ["softmax", ...]}]`: modules the
+Beyond the contract's keys the report has `cells` (cells that did not run cleanly, with the
+exercises they belong to), `output` (what the student's code printed), `outputs` (each cell's
+own text and figures, for the feedback page), `warnings` (notes for the student and the
+instructor) and `missing_modules` (`[{"module": "scipy", "names": ["softmax", ...]}]`: modules the
 submission needs that the grader does not have, and the required names that failed because
 of each) and `variant` (whose exercises were graded: `{"label": "3f9a2c", "student": "alice",
 "ex1": {...}, "ex2": {...}, "shown": "3f9a2c"}`, the numbers of exercises 1 and 2, never a
@@ -20,11 +21,12 @@ clear or redraw the terminal that shows its report.
 
 from __future__ import annotations
 
+import base64
 import re
 import unicodedata
 
 from autograder.compare import join_hint
-from autograder.diagnoses.codes import CODES
+from autograder.diagnoses.codes import WORDING, lesson_section
 from autograder.diagnoses.explanations import explanation
 from autograder.diagnoses.failures import cell_exercises
 from autograder.diagnoses.modules import explain as explain_module
@@ -33,6 +35,8 @@ from autograder.exercises import EXERCISES
 from autograder.variants import DEFAULT, Variant
 
 OUTPUT_LIMIT = 4000  # characters of the student's own output kept in the report
+CELL_OUTPUT_LIMIT = 2000  # characters of one cell's output kept in "outputs"
+CELL_OUTPUTS_LIMIT = 16_000  # characters of all cells' outputs kept in "outputs"
 
 
 def build_report(
@@ -41,6 +45,7 @@ def build_report(
 ) -> dict:
     """Scores per test and exercise, diagnoses, and the cells that failed to run."""
     failed_cells = _failed_cells(cells, outcomes)
+    by_label = {cell.label: cell for cell in cells}
     missing = find_missing_modules(cells, outcomes, results)
     module_of = {name: module for module, names in missing.items() for name in names}
     exercises = {}
@@ -68,10 +73,15 @@ def build_report(
         "score": _points(sum(ex["score"] for ex in exercises.values())),
         "max_score": _points(sum(ex.max_score for ex in EXERCISES.values())),
         "exercises": exercises,
-        # Cells that did not run cleanly, each once, in notebook order.
-        "cells": [{"cell": o.label, "status": o.status, "error": o.error}
+        # Cells that did not run cleanly, each once, in notebook order, with the exercises
+        # they belong to (none for a cell of the kit's or one that names no exercise).
+        "cells": [{"cell": o.label, "status": o.status, "error": o.error,
+                   "index": getattr(by_label.get(o.label), "index", None),
+                   "exercises": sorted(cell_exercises(by_label[o.label]))
+                   if o.label in by_label else []}
                   for o in outcomes if o.status != "ok"],
         "output": output[:OUTPUT_LIMIT],
+        "outputs": cell_outputs(cells, outcomes),
         "warnings": [*note(missing), *warnings],
         "missing_modules": [{"module": module, "names": names}
                             for module, names in missing.items()],
@@ -81,6 +91,33 @@ def build_report(
     if kit_errors:
         report["kit_errors"] = kit_errors
     return report
+
+
+def cell_outputs(cells, outcomes) -> list[dict]:
+    """What each cell printed and drew when it ran, in notebook order (cells with nothing to
+    show left out): its label, its index in the notebook (None for a .py file), its text
+    (truncated) and its figures as base64 PNG (checked by the sandbox: `sandbox.images`)."""
+    by_label = {cell.label: cell for cell in cells}
+    shown, budget = [], CELL_OUTPUTS_LIMIT
+    for outcome in outcomes:
+        images = list(getattr(outcome, "images", None) or [])
+        full = outcome.output or ""
+        keep = max(0, min(CELL_OUTPUT_LIMIT, budget))
+        text = full[:keep]
+        if len(full) > keep:
+            text += f"\n[... {len(full) - keep} more characters not shown]"
+        budget -= len(full[:keep])
+        if not full and not images:
+            continue
+        cell = by_label.get(outcome.label)
+        shown.append({
+            "cell": outcome.label,
+            "index": getattr(cell, "index", None),
+            "status": outcome.status,
+            "text": text,
+            "images": [base64.b64encode(png).decode("ascii") for png in images],
+        })
+    return shown
 
 
 def _points(value: float) -> float:
@@ -142,7 +179,7 @@ def render_text(report: dict) -> str:
             points = _fmt(sum(t["max_score"] for t in tests))
             lines.append(f"       - {names} ({points} pt): {_safe(message)}")
         for code in ex["diagnoses"]:
-            lines.append(f"       diagnosis {_safe(code)}: {CODES.get(code, '')}")
+            lines.append(f"       diagnosis {_safe(code)}: {_explained(code, key)}")
     lines.append("")
     lines.append(f"  {'total':<43} {_fmt(report['score']):>5} / {_fmt(report['max_score'])}")
     if report.get("cells"):
@@ -157,6 +194,15 @@ def render_text(report: dict) -> str:
     for error in report.get("kit_errors", []):
         lines.append(f"kit error (please report): {_safe(error)}")
     return "\n".join(lines)
+
+
+def _explained(code: str, exercise: str) -> str:
+    """The code's one wording (`diagnoses.codes.WORDING`) and the lesson section to reread."""
+    wording = WORDING.get(code)
+    if wording is None:
+        return ""
+    section = lesson_section(code, exercise)
+    return wording.explanation + (f" (lesson: {section.title})" if section else "")
 
 
 # Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts cursor

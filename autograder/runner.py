@@ -128,6 +128,9 @@ def describe_student_error(err) -> str:
     if code == "missing-name":
         return (f"{err.name} is not defined: check its spelling, and that the code defining "
                 "it runs without an error")
+    if code == "timeout" and "time budget" in str(err):
+        return (f"the submission's time budget was used up before or while {during}: look "
+                "for slow or endless loops in your cells and functions")
     if code == "timeout":
         return f"your code ran out of time while {during}: look for an endless loop"
     if code == "memory-limit":

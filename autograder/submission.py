@@ -44,6 +44,7 @@ class SubmittedCell:
     first_line: int = 1
     exercise: str | None = None  # from the nbgrader grade_id of a notebook cell (`ex3_...`)
     locked: bool = False  # a read-only cell of the release (setup, self-checks, graded cells)
+    index: int | None = None  # 0-based position in the notebook's cells (None for a .py file)
 
 
 def read_submission(path: Path | str) -> list[SubmittedCell]:
@@ -142,6 +143,7 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
                 label=label,
                 exercise=prefix if prefix in EXERCISES else None,
                 locked=_nbgrader(cell).get("locked") is True,
+                index=index - 1,
             )
         )
     return out

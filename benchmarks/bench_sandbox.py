@@ -49,7 +49,7 @@ def grade_once(cells: list[Cell], pool: SandboxPool, per_cell: dict[str, list[fl
 
 def zygote_cpu_seconds(pool: SandboxPool) -> float:
     """CPU time of the zygote itself (forking is charged to it), from /proc."""
-    fields = Path(f"/proc/{pool._process.pid}/stat").read_text().rpartition(")")[2].split()
+    fields = Path(f"/proc/{pool.zygote_pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

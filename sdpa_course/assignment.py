@@ -11,4 +11,5 @@ bottom of `sdpa_course` with `errors`: it imports nothing.
 ASSIGNMENT = "sdpa"
 NOTEBOOK = "attention"
 METADATA_KEY = "sdpa_course"
+REPORTS_DIRECTORY = "reports"  # reports/<assignment>/ in the course: the kit's records and report
 NUMBERS_CELL = "your_numbers"

@@ -60,7 +60,14 @@ def _grade(args: argparse.Namespace) -> int:
     return grade_class(
         Path(args.course_dir), workers=args.workers, force=args.force, as_json=args.json,
         scheduler=args.scheduler,
+        isolation="unsafe-none" if args.unsafe_no_isolation else "namespaces",
     )
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    from sdpa_course.grading.grade import feedback_class  # deferred: start-up time
+
+    return feedback_class(Path(args.course_dir), force=args.force)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -129,7 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade on the workers of this Dask scheduler (e.g. tcp://host:8786) "
                         "instead of local processes (--workers is then ignored)")
     p.add_argument("--json", action="store_true", help="print the class result as JSON")
+    p.add_argument("--unsafe-no-isolation", action="store_true",
+                   help="where this machine refuses the sandbox's isolation (user namespaces), "
+                        "run student code without it, as you: it can read and change your "
+                        "files and reach the network. Recorded in every report")
     p.set_defaults(func=_grade)
+
+    p = sub.add_parser("feedback", help="regenerate feedback after hand grading in formgrader")
+    p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
+    p.add_argument("--force", action="store_true",
+                   help="regenerate every graded student's page, not only those whose hand "
+                        "marks or comments changed")
+    p.set_defaults(func=_feedback)
 
     p = sub.add_parser("check", help="grade one submission (.ipynb or .py) locally")
     p.add_argument("path", help="the notebook or Python file to check")

@@ -17,21 +17,30 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autograder.engine import grade_content, grade_submission
-from autograder.sandbox import SandboxPool
+from autograder.sandbox import IsolationUnavailable, SandboxPool
 from autograder.submission import SubmissionError
 from autograder.variants import DEFAULT, Variant
-from sdpa_course.errors import GradingFailed
+from sdpa_course.errors import GradingFailed, KitError
 
 # `engine(path, *, variant=..., pool=...)` -> the report of CONTRACT section 2
 Engine = Callable[..., dict]
+ISOLATED = "namespaces"
+UNSAFE = "unsafe-none"  # `grade --unsafe-no-isolation`: typed by the instructor, recorded
 
 
-def sandbox_pool() -> SandboxPool | None:
+def sandbox_pool(isolation: str = ISOLATED) -> SandboxPool:
     """A sandbox pool to reuse across submissions (it starts its zygote when first used)."""
+    return SandboxPool(isolation=isolation)
+
+
+def require_isolation(pool: SandboxPool) -> None:
+    """Start `pool` now; KitError with the sandbox's advice where this machine refuses the
+    isolation student code is graded in (grading never degrades on its own)."""
     try:
-        return SandboxPool()
-    except Exception:  # no fork-server here: the engine starts a sandbox per submission
-        return None
+        pool.start()
+    except IsolationUnavailable as refused:
+        pool.close()
+        raise KitError(f"refusing to run student code: {refused}") from None
 
 
 def checked_report(raw: object) -> dict:

@@ -9,17 +9,22 @@ are shortened so that the endless loops of the hostile cases cost about a second
 
 import contextlib
 import io
+import os
 import re
+import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder.corpus import cases
+from autograder.corpus import cases, pieces
 from autograder.diagnoses import CODES
 from autograder.diagnoses.explanations import EXPLAINS, explained_by, explanation_text
 from autograder.engine import grade_content
-from autograder.sandbox import Limits
+from autograder.sandbox import Cell, Limits, Sandbox
+from autograder.submission import read_content
 from autograder.variants import DEFAULT
 from sdpa_course.course.notebooks import source_notebook_path
 from tests import variant_sample
@@ -39,13 +44,14 @@ PAIRS = [pytest.param("default", name, id=name) for name in CASES] + [
 MISTAKE_PAIRS = [p for p in PAIRS if CASES[p.values[1]].kind == "mistake"]
 GRADED_PAIRS = [p for p in PAIRS if CASES[p.values[1]].kind != "hostile"]
 
+SUITES = Path(__file__).resolve().parents[1] / "autograder" / "suites"
+HIDDEN_LINES = {line.strip() for path in SUITES.glob("test_ex*.py")
+                for line in path.read_text().splitlines() if len(line.strip()) > 24}
+
 
 def case_of(student: str, name: str):
     """The case written with the student's own numbers."""
     return next(case for case in cases(VARIANTS[student]) if case.name == name)
-SUITES = Path(__file__).resolve().parents[1] / "autograder" / "suites"
-HIDDEN_LINES = {line.strip() for path in SUITES.glob("test_ex*.py")
-                for line in path.read_text().splitlines() if len(line.strip()) > 24}
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +154,41 @@ def _failures(report) -> str:
 def test_refused_imports_are_noted_for_the_instructor(reports):
     assert any("sdpa_ref" in note for note in reports("import-reference")["warnings"])
     assert not any("import" in note for note in reports("lesson-style")["warnings"])
+
+
+def _processes_running(marker: str) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += f"sleep\0{marker}".encode() in Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                pass
+    return count
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_background_processes_are_running_while_graded_and_gone_afterwards():
+    marker = f"613.{os.getpid()}{secrets.randbelow(10**6)}"  # this run's own `sleep`
+    source = CASES["background-processes"].source.replace(pieces.BACKGROUND_MARKER, marker)
+    cells = [Cell(c.source, c.label, c.first_line)
+             for c in read_content(source, name="background.py")]
+    with Sandbox(cells, limits=QUICK) as sandbox:
+        assert all(o.status == "ok" for o in sandbox.start())
+        assert _processes_running(marker) == 2  # the child and the setsid daemon
+    assert _processes_running(marker) == 0
+    report = grade_content(source, name="background.py", limits=QUICK)
+    assert report["score"] == 20 and _processes_running(marker) == 0
+
+
+def test_the_hostile_reader_finds_the_answer_key_when_nothing_stops_it(tmp_path):
+    """Run unsandboxed, the corpus's reader does find the grader's files: inside the sandbox,
+    it is the sandbox that stops it (`read-hidden-files` loses exercise 1)."""
+    script = pieces.READ_HIDDEN_FILES + "\nprint('ex1_scores' in dir(), len(_found))\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    defined, found = done.stdout.split()
+    assert defined == "True" and int(found) >= 2, done.stderr
 
 
 # -- the notebook's self-checks agree with the grader ------------------------------------------

@@ -33,4 +33,6 @@ def test_demo_grades_the_class_and_says_where_to_look(tmp_path, capsys):
     for student in graded:
         assert (course / "feedback" / student / "sdpa" / "attention.html").is_file()
     mistakes = [case for case in demo_cases() if case.kind == "mistake"]
-    assert all(rows[case.name]["diagnoses"] for case in mistakes)
+    for case in mistakes:  # each diagnosis in its exercise's column
+        for exercise, codes in case.diagnoses.items():
+            assert set(codes) <= set(rows[case.name][f"{exercise} diagnoses"].split()), case.name

@@ -150,7 +150,9 @@ def test_nbgrader_export_sees_the_grades(graded_class, tmp_path):
     rows = {row["student_id"]: row for row in csv.DictReader(out.open())}
     assert float(rows["ben"]["raw_score"]) == pytest.approx(1.5 + 6 + 4.5)
     assert rows["ada"]["timestamp"].startswith(TIMESTAMP[:16])
-    assert not FAILED & set(rows)  # failed: no row with a score of 0
+    for student in FAILED:  # listed, with an empty score and the reason: never a 0
+        assert rows[student]["status"] == "failed" and rows[student]["score"] == ""
+        assert rows[student]["raw_score"] == "" and rows[student]["reason"]
 
 
 def test_feedback_is_written_for_graded_students_only(graded_class):
@@ -169,7 +171,7 @@ def test_class_report_lists_everyone_with_empty_scores_for_failed(graded_class):
     rows = {row["student"]: row for row in csv.DictReader((report / "scores.csv").open())}
     assert set(rows) == set(result.records)
     assert rows["ben"]["ex3"] == "4.5" and rows["ben"]["score"] == "12"
-    assert rows["ben"]["diagnoses"] == "mask-inverted"
+    assert rows["ben"]["ex3 diagnoses"] == "mask-inverted" and rows["ben"]["ex1 diagnoses"] == ""
     assert rows["cy"]["status"] == "failed"
     assert rows["cy"]["score"] == "" and rows["cy"]["ex1"] == ""  # no score, not 0
     assert "not a readable notebook" in rows["cy"]["reason"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -12,6 +14,8 @@ import numpy as np
 import pytest
 
 import autograder
+from autograder.corpus import pieces
+from autograder.engine import grade_content
 from autograder.sandbox import (
     Cell,
     ForbiddenImport,
@@ -136,20 +140,29 @@ def test_os_exit_inside_a_call_raises_died_and_the_next_call_works(run):
     assert sandbox.restarts == 1
 
 
+def cpu_seconds_of(pid: int) -> float:
+    """CPU time a host process has used (utime + stime, /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_infinite_loop_at_top_level_times_out_and_later_cells_run(run):
-    started = time.monotonic()
     sandbox = run("a = 1", "while True:\n    pass", "b = a + 1")
     assert statuses(sandbox) == ["ok", "timeout", "ok"]
+    assert sandbox.outcomes[1].error == f"timed out after {FAST.cell_seconds:g} s"
     assert sandbox.get("b") == 2
-    assert time.monotonic() - started < 5
+    assert sandbox.restarts == 0
 
 
-def test_infinite_loop_inside_a_call_times_out_and_later_calls_work(run):
+def test_infinite_loop_inside_a_call_is_charged_its_limit_and_later_calls_work(run):
+    """Charged by the time it ran, whatever the machine's load: about call_seconds of CPU."""
     sandbox = run("def spin(n):\n    while n:\n        pass\n    return 7")
-    started = time.monotonic()
+    before = cpu_seconds_of(sandbox.pid)
     with pytest.raises(StudentTimeout):
         sandbox.call("spin", 1)
-    assert time.monotonic() - started < FAST.call_seconds + 1
+    spent = cpu_seconds_of(sandbox.pid) - before
+    most = FAST.call_seconds + FAST.interrupt_grace_seconds + 0.5
+    assert FAST.call_seconds * 0.8 <= spent <= most
     assert sandbox.call("spin", 0) == 7
     assert sandbox.restarts == 0  # KeyboardInterrupt was enough: same process
 
@@ -170,10 +183,8 @@ def test_swallowed_keyboard_interrupt_is_killed_and_the_sandbox_recovers(run):
 def test_cpu_limit_stops_a_loop_the_wall_clock_would_allow(run):
     limits = Limits(cell_seconds=10, call_seconds=10, cpu_seconds=1, max_restarts=2)
     sandbox = run("def spin():\n    while True:\n        pass", limits=limits)
-    started = time.monotonic()
     with pytest.raises(StudentTimeout, match="CPU"):
         sandbox.call("spin")
-    assert time.monotonic() - started < 5
 
 
 def test_memory_hog_raises_memory_limit_in_a_call_and_in_a_cell(run):
@@ -288,6 +299,67 @@ def test_garbage_written_to_the_reply_channel_is_contained(run):
     assert sandbox.call("honest") == 2
 
 
+FORGER = """
+import json, os, struct
+
+def _frame(message):
+    text = json.dumps(message).encode()
+    return b"SDPA" + struct.pack("!QQ", len(text), 0) + text
+
+def forge(*messages):
+    for fd in range(3, 32):
+        for request_id in range(1, 40):
+            for message in messages:
+                try:
+                    os.write(fd, _frame(dict(message, id=request_id)))
+                except OSError:
+                    pass
+    return "real answer"
+
+def honest():
+    return 2
+"""
+
+
+@pytest.mark.parametrize("reply", [
+    {"op": "reply", "ok": False, "kind": "protocol", "message": "forged"},
+    {"op": "reply", "ok": False, "kind": ["not", "text"], "type": {"x": 1}},
+    {"op": "reply", "ok": "yes", "value": None},
+    {"op": "reply", "ok": False, "kind": "missing", "name": 12},
+    {"op": "reply", "ok": False, "kind": "forbidden", "module": "numpy"},
+])
+def test_a_forged_failure_reply_is_the_students_crash_never_the_kits_error(run, reply):
+    sandbox = run(FORGER)
+    with pytest.raises(StudentDied, match="makes no sense") as died:
+        sandbox.call("forge", reply)
+    assert died.value.diagnosis == "crashed"
+    assert sandbox.call("honest") == 2
+
+
+@pytest.mark.parametrize("message", [
+    {"op": "setup-failed", "message": "forged"},
+    {"op": "exited", "status": 10**30, "cpu_seconds": 10**400},
+    {"op": "ready", "pidns": 1},
+])
+def test_forged_zygote_messages_are_ignored(run, message):
+    sandbox = run(FORGER)
+    assert sandbox.call("forge", message) == "real answer"
+    assert sandbox.call("honest") == 2
+
+
+def test_a_submission_forging_replies_is_graded_with_its_crashes(pool):
+    source = FORGER + "\n" + "\n".join(
+        [pieces.EX1_ROUNDED, pieces.EX2_ROUNDED, pieces.CAUSAL_MASK_TRIU,
+         "def softmax(z):\n    forge({'op': 'reply', 'ok': False, 'kind': 'protocol'})\n",
+         "def attention(Q, K, V, mask=None):\n    forge({'op': 'reply', 'ok': False, "
+         "'kind': 'protocol'})\n"])
+    report = grade_content("import numpy as np\n" + source, name="forger.py", limits=FAST,
+                           pool=pool)
+    assert "kit_errors" not in report
+    assert report["exercises"]["ex1"]["score"] == 3
+    assert "crashed" in report["exercises"]["ex3"]["diagnoses"]
+
+
 # -- imports and files ---------------------------------------------------------------------
 
 
@@ -345,19 +417,45 @@ def test_gradebook_passed_as_hidden_path_is_unreadable(tmp_path):
 
 
 @linux_root
-def test_hidden_paths_inside_the_mounted_runtime_are_masked(tmp_path):
-    """What keeps a pip-installed kit (packages inside site-packages) out of reach."""
+def test_hidden_paths_inside_a_mounted_system_directory_are_masked():
+    """A course kept under /usr (bound whole into the sandbox) is masked when passed."""
+    course = Path(tempfile.mkdtemp(prefix="sdpa-test-course-", dir="/usr/local/share"))
+    try:
+        (course / "gradebook.db").write_text("secret")
+        course.chmod(0o755)
+        (course / "gradebook.db").chmod(0o644)
+        source = (f"import os\ntry:\n    seen = open({str(course / 'gradebook.db')!r}).read()\n"
+                  f"except OSError:\n    seen = ''\nlisted = os.listdir({str(course)!r})")
+        seen = {}
+        for hidden in ([], [course]):
+            with SandboxPool(hidden_paths=hidden) as pool:
+                with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
+                    sandbox.start()
+                    seen[bool(hidden)] = (sandbox.get("seen"), sandbox.get("listed"))
+    finally:
+        shutil.rmtree(course)
+    assert seen[False] == ("secret", ["gradebook.db"])  # /usr is there: the premise
+    assert seen[True] == ("", [])
+
+
+@linux_root
+def test_the_kits_installed_files_and_the_rest_of_the_virtualenv_are_not_there(run):
+    """An editable install copies source/ and solutions/ into site-packages/sdpa_course/data:
+    only allowlisted packages (numpy, matplotlib and what they need) show in site-packages."""
     import importlib.metadata
 
-    record = Path(importlib.metadata.distribution("sdpa-course")._path)  # its dist-info
-    if not record.is_dir():
-        pytest.skip("sdpa-course is not installed with a dist-info directory")
-    source = (f"import os\nlisted = os.listdir({str(record)!r})\n"
-              f"runtime = len(os.listdir({str(Path(np.__file__).parent)!r})) > 0")
-    with SandboxPool(hidden_paths=[record]) as pool:
-        with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
-            sandbox.start()
-            assert sandbox.get("listed") == [] and sandbox.get("runtime") is True
+    site_packages = Path(np.__file__).resolve().parent.parent
+    kit = importlib.metadata.distribution("sdpa-course")
+    kit_files = [str(Path(str(kit.locate_file(f))).resolve()) for f in kit.files or ()]
+    assert any("/solutions/" in f for f in kit_files)  # the answer key is installed here
+    sandbox = run("import os\n"
+                  f"listed = sorted(os.listdir({str(site_packages)!r}))\n"
+                  f"present = [f for f in {kit_files!r} if os.path.lexists(f)]")
+    listed = sandbox.get("listed")
+    assert sandbox.get("present") == []
+    assert "numpy" in listed and "matplotlib" in listed and "contourpy" in listed
+    assert not any(name.startswith(("sdpa", "nbgrader", "pytest", "jupyter", "_editable"))
+                   for name in listed), listed
 
 
 @linux_root
@@ -371,12 +469,9 @@ def test_network_connections_fail(run):
 @linux_root
 def test_student_runs_unprivileged_in_an_empty_workdir_with_a_scrubbed_environment(run):
     sandbox = run("import os\nuid = os.getuid()\nfiles = os.listdir('.')\n"
-                  "env = sorted(os.environ)\nhome = os.environ['HOME'] == os.getcwd()\n"
-                  "try:\n    os.listdir('/var/cache/matplotlib')\n    cache = 'readable'\n"
-                  "except PermissionError:\n    cache = 'refused'")
+                  "env = sorted(os.environ)\nhome = os.environ['HOME'] == os.getcwd()")
     assert sandbox.get("uid") == sandbox.uid != 0
     assert sandbox.get("files") == [] and sandbox.get("home") is True
-    assert sandbox.get("cache") == "refused"  # the zygote's font cache
     assert set(sandbox.get("env")) <= {"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "LANG",
                                        "MPLBACKEND", "MPLCONFIGDIR", "PYTHONDONTWRITEBYTECODE",
                                        "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
@@ -411,12 +506,12 @@ def test_fork_bomb_is_bounded_and_cleaned_up(run):
     assert processes_of(sandbox.uid) == []
 
 
-# -- degraded isolation --------------------------------------------------------------------
+# -- the explicit unsafe opt-out ------------------------------------------------------------
 
 
-@pytest.mark.filterwarnings("ignore:degraded sandbox isolation")
-def test_degraded_isolation_warns_and_still_times_out_and_blocks_imports(run):
-    with SandboxPool(isolation="none") as weak:
+@pytest.mark.filterwarnings("ignore:UNSAFE")
+def test_unsafe_isolation_warns_and_still_times_out_and_blocks_imports(run):
+    with SandboxPool(isolation="unsafe-none") as weak:
         sandbox = run("import importlib\ntry:\n    importlib.import_module('sdpa_ref')\n"
                       "except ImportError:\n    blocked = True",
                       f"try:\n    open({str(REPO / 'autograder' / '__init__.py')!r}).read()\n"
@@ -425,7 +520,8 @@ def test_degraded_isolation_warns_and_still_times_out_and_blocks_imports(run):
         assert statuses(sandbox) == ["ok", "ok", "timeout", "ok"]
         assert sandbox.get("blocked") is True and sandbox.get("leaked") is False
         assert "sdpa_ref" in sandbox.forbidden_imports
-        assert any("degraded" in w for w in sandbox.warnings)
+        assert any(w.startswith("UNSAFE") for w in sandbox.warnings)
+        assert sandbox.isolation == "unsafe-none"
         sandbox.close()
 
 
@@ -479,15 +575,15 @@ def test_a_pool_started_without_waiting_is_ready_at_the_first_sandbox():
         early.close()
 
 
-@pytest.mark.filterwarnings("ignore:degraded sandbox isolation")
-def test_degraded_isolation_refuses_processes_signals_network_and_native_code(run):
+@pytest.mark.filterwarnings("ignore:UNSAFE")
+def test_unsafe_isolation_refuses_processes_signals_network_and_native_code(run):
     probes = {
         "process": "import subprocess\nsubprocess.run(['true'])",
         "signal": "import os, signal\nos.kill(os.getppid(), signal.SIGTERM)",
         "network": "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=0.2)",
         "native": "import ctypes\nctypes.CDLL(None).getpid()",
     }
-    with SandboxPool(isolation="none") as weak:
+    with SandboxPool(isolation="unsafe-none") as weak:
         sandbox = run(*probes.values(), sandbox_pool=weak)
         assert statuses(sandbox) == ["error"] * 4
         assert all(o.error.startswith("PermissionError") for o in sandbox.outcomes)
@@ -509,7 +605,7 @@ def test_a_worker_flooding_its_socket_between_calls_cannot_stall_the_pool(run):
     time.sleep(0.1)
     started = time.monotonic()
     fresh = run("ok = 1")
-    assert fresh.get("ok") == 1 and time.monotonic() - started < 2
+    assert fresh.get("ok") == 1 and time.monotonic() - started < 10
 
 
 def test_arguments_that_are_not_plain_data_are_the_graders_error(run):

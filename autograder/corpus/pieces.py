@@ -457,9 +457,14 @@ from sdpa_ref import attention, causal_mask
 
 IMPORT_REFERENCE_TRICKS = """
 import importlib
+import os
 import sys
 
-sys.path.insert(0, "/work/main")
+for _entry in list(sys.path) + [os.getcwd(), os.path.expanduser("~")]:
+    _path = os.path.abspath(_entry or ".")
+    for _ in range(5):  # the folders above: a checkout holding its virtualenv
+        _path = os.path.dirname(_path)
+        sys.path.insert(0, _path)
 try:
     softmax = importlib.import_module("sdpa" + "_ref").softmax
 except Exception:
@@ -527,25 +532,54 @@ import os
 import subprocess
 import time
 
-subprocess.Popen(["sleep", "600"])
+subprocess.Popen(["sleep", "613.37"])
 if os.fork() == 0:
     os.setsid()
-    time.sleep(600)
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "613.37"])
     os._exit(0)
+time.sleep(0.1)
 """
+BACKGROUND_MARKER = "613.37"  # the tests look for processes still running `sleep 613.37`
 
 READ_HIDDEN_FILES = """
 import glob
+import os
 import sys
 
+# Where the grader's files could be: each sys.path entry and the folders above it (a checkout
+# holding its virtualenv, the kit's data copy in site-packages), the working and home folders
+# and theirs, temporary folders, homes and usual course places, other processes' folders.
+_wanted = ("autograder/suites/test_ex1.py", "solutions/sdpa/attention.ipynb",
+           "source/sdpa/attention.ipynb", "sdpa_course/data/solutions/sdpa/attention.ipynb",
+           "sdpa_ref/__init__.py", "submitted/*/sdpa/attention.ipynb", "gradebook.db")
+_roots = set()
+for _entry in sys.path + [os.getcwd(), os.path.expanduser("~")]:
+    _path = os.path.abspath(_entry or ".")
+    for _ in range(6):
+        _roots.add(_path)
+        _path = os.path.dirname(_path)
+for _top in ("/tmp", "/var/tmp", "/dev/shm", "/root", "/home", "/work", "/srv", "/opt", "/mnt",
+             "/usr/local"):
+    _roots.add(_top)
+    _roots.update(glob.glob(_top + "/*"))
+    _roots.update(glob.glob(_top + "/*/*"))
+for _pid in os.listdir("/proc"):
+    for _link in ("cwd", "root"):
+        try:
+            _roots.add(os.readlink(f"/proc/{_pid}/{_link}"))
+        except OSError:
+            pass
 _found = []
-for _root in sys.path:
-    _found += glob.glob(_root + "/autograder/suites/test_ex1.py")
-    _found += glob.glob(_root + "/solutions/sdpa/attention.ipynb")
+for _root in sorted(_roots):
+    for _name in _wanted:
+        _found += glob.glob(os.path.join(_root, _name))
+        _found += glob.glob(os.path.join(_root, "*", _name))
+_tried = len(_roots)
 _texts = []
 for _path in _found:
     try:
-        with open(_path) as _f:
+        with open(_path, "rb") as _f:
             _texts.append(_f.read())
     except OSError:
         pass

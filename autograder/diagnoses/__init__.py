@@ -1,7 +1,9 @@
 """Diagnoses: the misconception behind each failed exercise, found by probing behaviour.
 
 `diagnose_submission` gives each exercise that lost points the codes of CONTRACT section 3
-that apply; an exercise with full marks gets none. One module per exercise (`ex1`, `ex2`,
+that apply; an exercise with full marks gets none, except the codes of its own cells that
+did not run cleanly (`timeout`, `crashed`, ...: a cell that hung after defining its names).
+One module per exercise (`ex1`, `ex2`,
 `ex3`, with `misconceptions` modelling attention's mistakes), `failures` and `modules` for
 codes read from how the code failed (a cell's error, a module the grader does not have),
 `explanations` for what the report says about a failed test a diagnosis explains. Every
@@ -55,7 +57,9 @@ def diagnose_submission(
     for key in EXERCISES:
         failed = [r for r in results if r.exercise == key and not r.passed]
         if not failed:
-            diagnoses[key] = []
+            # Full marks, but a cell of the exercise hung, crashed or did not parse: said
+            # wherever the score shows, not hidden behind it.
+            diagnoses[key] = ordered(from_cells[key])
             continue
         codes = {code for r in failed for code in r.diagnoses} | from_cells[key]
         if forbidden_imports and codes & set(_CRASHES):

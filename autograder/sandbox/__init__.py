@@ -8,71 +8,93 @@ Usage::
             out, attn = sandbox.call("attention", Q, K, V, mask=mask, readonly=True)
 
 Beyond the contract: `CellOutcome.output` (a cell's captured output), `Sandbox.last_output`
-(that of the latest query), `Sandbox.isolation` (the mode below), `Sandbox.restarts`,
-`Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`, `Limits.help()` (help text per
-limit) and `SandboxPool.start(wait=False)`, which boots the zygote (about half a second of
-numpy and matplotlib imports) while the caller goes on reading the submission.
+(that of the latest query), `Sandbox.isolation` (the pool's mode), `Sandbox.restarts`,
+`Sandbox.budget_left`, `Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`,
+`Limits.help()` (help text per limit), `SandboxPool.layers` (what the kernel granted) and
+`SandboxPool.start(wait=False)`, which boots the zygote (about half a second of numpy and
+matplotlib imports) while the caller goes on reading the submission.
 
 Execution model. Cells run in order in one namespace, like a notebook. An error, exit or
 time-out in a cell is recorded in its `CellOutcome` and execution goes on with the next cell.
 A time-out first sends SIGINT (KeyboardInterrupt); if the worker does not answer within
 `interrupt_grace_seconds` it is killed. Whenever the worker dies (kill, os._exit, a signal,
-the CPU limit), the next cell or call runs in a fresh worker in which the cells that succeeded
-have been replayed (their output discarded), at most `max_restarts` times; the failing call
-raises `StudentTimeout`, `StudentDied` or `StudentMemoryLimit`, so results earned before are
-kept. Files a cell wrote to its workdir do not survive a respawn.
+the CPU or memory limit), the next cell or call runs in a fresh worker in which the cells
+that succeeded have been replayed (their output discarded), at most `max_restarts` times; the
+failing call raises `StudentTimeout`, `StudentDied` or `StudentMemoryLimit`, so results earned
+before are kept. Files a cell wrote to its workdir do not survive a respawn.
+
+Time. A cell or call is charged the time its process ran or chose to wait; time it spent
+waiting for a processor that other work held (its run delay, from the kernel) is given back,
+so a neighbour's CPU hog or a loaded machine does not turn an honest answer into a time-out,
+while an endless loop is charged in full. The whole submission has a wall-clock budget
+(`Limits.submission_seconds`) for its cells, calls and replays: once spent, the running
+request is stopped as a time-out, later cells and calls are time-outs without running, and
+reading values still works, so what ran keeps its points and the submission is graded.
 
 What crosses back. Only plain data, as JSON plus raw array bytes (`codec`; never pickle):
 None, bool, int, float, complex, str, list, tuple, dict with str keys, numpy scalars and arrays
 of bool/int/uint/float/complex dtypes. Types are checked exactly, so ndarray subclasses, masked
 arrays, float subclasses with a custom __eq__ and other objects raise `Unserializable`, whose
 diagnosis is the sandbox's own code ``unsupported-type``. The trusted side validates every
-field and runs no student code. Arguments are sent the same way; with ``readonly=True`` their
-arrays arrive read-only and cannot be made writable.
+field and runs no student code; a reply it cannot make sense of (student code can write to
+its channel) is the student's process misbehaving (``crashed``), never an error of the kit.
+Arguments are sent the same way; with ``readonly=True`` their arrays arrive read-only.
 
-Isolation on Linux as root (mode ``namespaces``, the one this kit is graded with):
+Isolation (mode ``namespaces``, the default, the same as root, as an ordinary user and as
+root without CAP_SYS_ADMIN, e.g. in a container; see `isolation` and `rootfs`):
 - student code runs in a worker forked from a zygote that pre-imported numpy and
   matplotlib (Agg) and never ran student code, so one student's monkeypatching cannot reach
   another student or the trusted process;
-- network: a network namespace with only a loopback device that is down: every connection
-  fails;
-- files: a mount namespace whose root is a fresh tmpfs holding read-only, nosuid bind mounts
-  of /usr, /lib*, /bin, /sbin, the Python installation and the virtualenv, a few /etc files,
-  /dev/null, zero, full, random, urandom, and the zygote's matplotlib font-list cache (a host
-  directory with mode 0700: student code cannot enter it). The kit's packages (even when
-  installed into the virtualenv), its checkout (hidden suites, answer key, tests), course
-  directories and the gradebook are simply not there; a private size-limited /tmp holds the
-  empty workdir (HOME);
-- processes: each worker is the init of its own PID namespace (and has its own IPC
-  namespace and /proc), so closing the sandbox kills every process the submission started,
-  including setsid'd daemons; it runs as a random spare uid (>= 1,000,000) with no
-  capabilities and no_new_privs, so RLIMIT_NPROC bounds fork bombs;
-- rlimits: CPU seconds, address space (on top of the pre-imported runtime), processes, file
-  size, open files, no core dumps; one BLAS thread; a scrubbed environment;
+- the zygote lives in user, mount, PID, IPC and network namespaces of its own (the kernel's
+  unprivileged user namespaces: no privilege is needed to create them);
+- files: a private root holding, read-only, nosuid and nodev, the system directories, the
+  Python runtime and an allowlist: the distributions the pre-import loaded modules from and
+  those they require (numpy, matplotlib, pillow...). Every other package of the virtualenv,
+  the kit itself whatever its install mode (its installed files, an editable install's data
+  copy of `source/` and `solutions/`), its checkout, course directories, the gradebook, other
+  students' files and the grader's home are not there. A private /tmp (the workdir and HOME,
+  `disk_mb`) and /dev/shm, in memory, vanish with the submission;
+- network: each submission has a network namespace of its own with a loopback that is
+  down: no connection leaves it, and two submissions graded at once cannot talk, not even
+  over abstract UNIX sockets;
+- processes: each worker is the init of its own PID namespace (own IPC namespace and /proc):
+  closing the sandbox kills every process the submission started, setsid'd daemons
+  included, and the zygote's end takes every worker along;
+- privileges: as root, each submission runs as a spare uid of its own (>= 1,000,000); as an
+  ordinary user, in a user namespace of its own (its host uid is the grader's; nothing of
+  the grader's is mounted). No capabilities in any namespace, no_new_privs, Landlock (read
+  and execute what is visible, write only under /tmp and /dev/shm, no TCP, abstract UNIX
+  sockets and signals scoped to the submission) and a seccomp filter (no namespaces,
+  mounts, ptrace, bpf, keyrings, io_uring, kernel modules, sockets other than AF_UNIX...);
+  the worker checks that the kernel reports all of it before it serves;
+- limits per submission where cgroups can be used (v1 as root, v2 where delegated): its
+  memory (`memory_mb`, with its /tmp and /dev/shm pages), `processes` (pids.max) and an equal
+  CPU weight, so that a submission graded beside a fork or CPU hog keeps its share. Per process
+  everywhere: RLIMIT_AS (`memory_mb` above the runtime), RLIMIT_CPU, RLIMIT_FSIZE,
+  RLIMIT_NOFILE, no core dumps; RLIMIT_NPROC counts the submission's own uid or user
+  namespace (Linux >= 5.14 counts it per user namespace). Without cgroups (an ordinary user
+  without delegation) memory is bounded per process only, so up to `processes` x `memory_mb`
+  for one submission, and the CPU share is not isolated; every report's warnings say so;
 - imports: a meta-path finder refuses `sdpa_ref`, `autograder` and `sdpa_course` in any
   spelling and an audit hook (which Python cannot remove) refuses import statements of them
-  even if the finder is taken out; both record the attempt (`forbidden_imports`) and the
-  student gets a ModuleNotFoundError. Path tricks find no file to load;
+  even if the finder is taken out; both record the attempt (`forbidden_imports`);
 - magics: `get_ipython()` is a stub: line and cell magics are ignored (%time, %%time, %timeit,
   %%capture still run their code once), shell commands (`!cmd`) are refused with a note on
   stderr; `plt.show()` does nothing.
 
-How it degrades (with a RuntimeWarning, once per message, also listed in `Sandbox.warnings`):
-- ``uid`` (root, but namespaces refused, e.g. a container without CAP_SYS_ADMIN): spare uid,
-  rlimits, kill-by-uid at the end, import blocking and the same audit-hook refusals as
-  ``none``. (The Python installation must be readable by other users: a pyenv under /root,
-  as on the development machine, is not.)
-- ``none`` (not root, not Linux, or ``SandboxPool(isolation="none")``): rlimits, a new session
-  killed as a process group, import blocking, and an audit hook that refuses to open or list
-  the hidden paths and refuses what it could not follow: starting processes, sending signals,
-  sockets, loading native code through ctypes. Student code runs as the grader's user; a
-  determined attacker with a C extension already loaded could get past the hook. Use it for
-  development only.
+Refusal. Where the kernel refuses these namespaces (user namespaces disabled, not Linux), a
+pool raises `IsolationUnavailable` when it starts, saying what to do; it never degrades on
+its own. ``SandboxPool(isolation="unsafe-none")``, asked for explicitly (`check` for a
+self-learner, `grade --unsafe-no-isolation`), runs student code as the grader with rlimits, a
+process group and an audit hook that refuses to open the hidden paths, to start processes,
+send signals, use sockets or load native code; every report's warnings then begin with
+"UNSAFE". A determined attacker gets past an audit hook: it is not a boundary.
 Windows is not supported (no fork).
 """
 
 from .errors import (
     ForbiddenImport,
+    IsolationUnavailable,
     MissingName,
     StudentDied,
     StudentError,
@@ -86,7 +108,7 @@ from .pool import SandboxPool, default_pool
 from .sandbox import Cell, CellOutcome, Sandbox
 
 __all__ = [
-    "Cell", "CellOutcome", "ForbiddenImport", "Limits", "MissingName", "Sandbox",
-    "SandboxPool", "StudentDied", "StudentError", "StudentMemoryLimit", "StudentRaised",
+    "Cell", "CellOutcome", "ForbiddenImport", "IsolationUnavailable", "Limits", "MissingName",
+    "Sandbox", "SandboxPool", "StudentDied", "StudentError", "StudentMemoryLimit", "StudentRaised",
     "StudentTimeout", "Unserializable", "default_pool",
 ]

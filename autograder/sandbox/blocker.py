@@ -4,7 +4,7 @@ Two layers, both installed before any student code runs. A meta-path finder at t
 `sys.meta_path` refuses the forbidden top-level packages whatever the spelling
 (`importlib.import_module("sdpa" + "_ref")`, `__import__`, ...). An audit hook, which student code
 cannot remove, refuses them again for import statements if the finder was taken out, and in
-degraded isolation refuses to open files under the hidden paths. Every attempt is recorded.
+mode unsafe-none refuses to open files under the hidden paths. Every attempt is recorded.
 Shipped into the sandbox as source: standard library only.
 """
 
@@ -18,7 +18,7 @@ REFUSAL = "is not allowed in a submission"
 # Without namespaces nothing else stops these, so the audit hook refuses them: new processes
 # (which the hook cannot follow), signals (the grader may run as the same user), the network
 # and loading native code (which could make system calls the hook never sees).
-DEGRADED_REFUSALS = {
+UNSAFE_MODE_REFUSALS = {
     "subprocess.Popen": "starting a process", "os.system": "starting a process",
     "os.exec": "starting a process", "os.posix_spawn": "starting a process",
     "os.spawn": "starting a process", "pty.spawn": "starting a process",
@@ -42,7 +42,7 @@ class ImportBlocker:
     def __init__(self, hidden_paths: tuple[str, ...] = ()):
         self.attempts: list[str] = []
         self.hidden_paths = tuple(os.path.realpath(p) for p in hidden_paths)
-        self.degraded = False  # no namespaces: the audit hook also enforces DEGRADED_REFUSALS
+        self.unsafe = False  # unsafe-none: the audit hook also enforces UNSAFE_MODE_REFUSALS
         self._in_hook = False
 
     def refuse(self, fullname: str):
@@ -66,8 +66,8 @@ class ImportBlocker:
                 self.refuse(name)
         elif self.hidden_paths and event in ("open", "os.listdir", "os.scandir", "os.chdir"):
             self._check_path(args[0] if args else None)
-        elif self.degraded and event in DEGRADED_REFUSALS:
-            raise PermissionError(13, f"{DEGRADED_REFUSALS[event]} is not allowed in a "
+        elif self.unsafe and event in UNSAFE_MODE_REFUSALS:
+            raise PermissionError(13, f"{UNSAFE_MODE_REFUSALS[event]} is not allowed in a "
                                   "submission graded without namespace isolation")
 
     def _check_path(self, path) -> None:

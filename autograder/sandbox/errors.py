@@ -1,8 +1,9 @@
-"""Errors raised on the trusted side when student code misbehaves.
+"""Errors raised on the trusted side: student code misbehaving, or no isolation to grade in.
 
-Each carries `.diagnosis`, a CONTRACT section 3 code the grading engine can report as is.
-`Unserializable` uses a code of its own, ``unsupported-type`` (added by the sandbox): the
-student's code ran, but what it returned cannot cross back as plain data.
+Each `StudentError` carries `.diagnosis`, a CONTRACT section 3 code the grading engine can
+report as is. `Unserializable` uses a code of its own, ``unsupported-type`` (added by the
+sandbox): the student's code ran, but what it returned cannot cross back as plain data.
+`IsolationUnavailable` is the kit's refusal to run student code at all, with what to do.
 """
 
 from __future__ import annotations
@@ -69,3 +70,23 @@ class ForbiddenImport(StudentError):
     def __init__(self, module: str):
         self.module = module
         super().__init__(f"importing `{module}` is not allowed in a submission")
+
+
+class IsolationUnavailable(RuntimeError):
+    """This machine refuses the isolation student code is graded in; the message says what
+    to do (raised when a `SandboxPool` starts, before any student code runs)."""
+
+    ADVICE = (
+        "Student code is only run inside Linux user namespaces (with their own mount, PID, "
+        "IPC and network namespaces). To grade here, enable unprivileged user namespaces "
+        "(sysctl -w user.max_user_namespaces=15000; sysctl -w "
+        "kernel.unprivileged_userns_clone=1 where that setting exists; on Ubuntu 24.04 and "
+        "later sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run the grader "
+        "as root. Or, accepting that student code can then read and change your files and "
+        "reach the network, opt out explicitly: `sdpa-course grade --unsafe-no-isolation`, "
+        "SandboxPool(isolation='unsafe-none')."
+    )
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"sandbox isolation is unavailable: {reason}. {self.ADVICE}")

@@ -1,246 +1,139 @@
-"""Operating-system isolation of the sandbox: namespaces, a private root, rlimits, a spare uid.
+"""Operating-system isolation of the zygote and of each submission's worker.
 
-Runs inside the zygote and its children (shipped as source: standard library only). Three
-modes, chosen once per zygote:
+Runs in the zygote and its workers (shipped as source: standard library only). Two modes,
+chosen by the trusted side and fixed for a zygote's life:
 
-- ``namespaces`` (Linux, root): the zygote enters new mount and network namespaces and chroots
-  into a fresh tmpfs holding read-only, nosuid bind mounts of only the system and Python
-  runtime directories; the forbidden packages are masked even there. Each submission then gets
-  its own PID, mount and IPC namespaces, a fresh /proc, a private size-limited /tmp holding
-  its empty workdir, and runs as a spare uid with no capabilities and no_new_privs.
-- ``uid`` (root, namespaces refused): no file hiding beyond the audit hook and no network
-  isolation, but a spare uid, rlimits, and kill-by-uid at the end.
-- ``none`` (not root, or not Linux): rlimits, a new session killed as a process group, the
-  audit hook refusing the hidden paths, and a temporary workdir.
+``namespaces`` (Linux: as root, as an ordinary user, as root without CAP_SYS_ADMIN)
+    The zygote enters new user, mount, network, IPC and PID namespaces (`enter_zygote`;
+    the trusted side writes its uid and gid maps: as root, uid 0 and the range of spare uids
+    map to themselves; otherwise the grader's own uid becomes root of the namespace), builds
+    its private root (`rootfs`) and chroots into it. Each worker (`isolate_worker`) is the
+    init of a new PID namespace, takes new mount, IPC and network namespaces (so concurrent
+    submissions cannot talk, even over abstract UNIX sockets), mounts its own /proc and
+    private size-limited /tmp and /dev/shm, then gives up every privilege: as root it becomes
+    a spare uid of its own; otherwise it enters one more user namespace of its own, where its
+    processes are counted for RLIMIT_NPROC (Linux >= 5.14 counts that rlimit per user
+    namespace), and drops all capabilities. Then rlimits, no_new_privs, Landlock and the
+    seccomp filter, and a check that the kernel reports them in force.
+``unsafe-none`` (asked for explicitly)
+    rlimits, a new session killed as a process group, a temporary workdir, and the audit
+    hook of `blocker`; student code runs as the grader with the grader's files and network.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import resource
-import shutil
 import signal
-import sys
-import tempfile
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY = 1
-MS_NOSUID = 2
-MS_NODEV = 4
-MS_NOEXEC = 8
-MS_REMOUNT = 32
-MS_BIND = 4096
-MS_REC = 16384
-MS_PRIVATE = 1 << 18
-MNT_DETACH = 2
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_PDEATHSIG = 1
+from . import kernel, landlock, seccomp
 
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
-ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "localtime",
-               "alternatives", "hosts", "protocols", "services", "mime.types")
-DEVICES = ("null", "zero", "full", "random", "urandom")
-ZYGOTE_MPLCONFIGDIR = "/var/cache/matplotlib"
-NAMESPACE_WORKDIR = "/tmp/work"
-RUNTIME_HOLD = "/.runtime-hold"  # in the private root: runtime trees under /tmp wait here
-
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+NAMESPACES = "namespaces"
+UNSAFE_NONE = "unsafe-none"
+WORKDIR = "/tmp/work"
+HOLD = "/proc"  # mountpoint briefly holding the root's /tmp while the private one is built
+SHM_MB = 16
+ZERO_CAPS = "0000000000000000"
 
 
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+class Unavailable(Exception):
+    """The kernel refused the namespaces; the message says which call and why."""
 
 
-def unshare(flags: int) -> None:
-    _check(_libc.unshare(flags), "unshare")
+def enter_zygote(write_maps) -> None:
+    """Enter new user, mount, network, IPC and PID namespaces; `write_maps()` has the trusted
+    side write this process's id maps. The next fork is the new PID namespace's init."""
+    if not kernel.LINUX:
+        raise Unavailable(f"Linux namespaces are unavailable on {os.uname().sysname}")
+    try:
+        kernel.unshare(kernel.CLONE_NEWUSER | kernel.CLONE_NEWNS | kernel.CLONE_NEWNET
+                       | kernel.CLONE_NEWIPC | kernel.CLONE_NEWPID)
+    except OSError as exc:
+        why = {1: "unprivileged user namespaces are disabled, or a security policy forbids "
+                  "them", 28: "the limit on user namespaces (user.max_user_namespaces) is 0 or "
+                  "reached", 22: "the kernel lacks one of them"}.get(exc.errno, exc.strerror)
+        raise Unavailable(f"the kernel refused new user, mount, PID, IPC and network "
+                          f"namespaces: {why}") from None
+    write_maps()
 
 
-def setns(fd: int, nstype: int) -> None:
-    _check(_libc.setns(fd, nstype), "setns")
+def _private_tmp(disk_mb: int, held: list[str]) -> None:
+    """A fresh tmpfs on /tmp; runtime trees the root had under /tmp (a checkout cloned
+    there) are bound back into it read-only, through HOLD."""
+    flags = kernel.MS_NOSUID | kernel.MS_NODEV
+    if held:
+        kernel.mount("/tmp", HOLD, None, kernel.MS_BIND | kernel.MS_REC)
+    kernel.mount("tmpfs", "/tmp", "tmpfs", flags, f"size={disk_mb}m,mode=1777")
+    for name in held:
+        source, target = f"{HOLD}/{name}", f"/tmp/{name}"
+        if os.path.isdir(source):
+            os.mkdir(target, 0o755)
+        else:
+            open(target, "a").close()
+        kernel.mount(source, target, None, kernel.MS_BIND | kernel.MS_REC)
+    if held:
+        kernel.umount(HOLD)
 
 
-def die_with_parent() -> None:
-    """SIGKILL this process if the zygote dies (set after the last change of uid)."""
-    if _libc is not None:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def isolate_worker(disk_mb: int, held: list[str], owner: int) -> None:
+    """In a new PID namespace's init, still root of the zygote's user namespace: new mount,
+    IPC, network and cgroup namespaces (its cgroups joined already: it sees them as its
+    root), /proc, private /tmp and /dev/shm, the empty workdir."""
+    kernel.unshare(kernel.CLONE_NEWNS | kernel.CLONE_NEWIPC | kernel.CLONE_NEWNET
+                   | kernel.CLONE_NEWCGROUP)
+    _private_tmp(disk_mb, held)  # before /proc: HOLD is /proc's mountpoint
+    kernel.mount("proc", "/proc", "proc", kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC)
+    kernel.mount("tmpfs", "/dev/shm", "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV
+                 | kernel.MS_NOEXEC, f"size={SHM_MB}m,mode=1777")
+    os.mkdir(WORKDIR, 0o700)
+    os.chown(WORKDIR, owner, owner)
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int,
-          data: str | None = None) -> None:
-    def arg(text):
-        return None if text is None else os.fsencode(text)
-
-    _check(_libc.mount(arg(source), arg(target), arg(fstype), flags, arg(data)),
-           f"mount {target}")
-
-
-def _bind(source: str, target: str, readonly: bool) -> None:
-    if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        open(target, "a").close()
-    mount(source, target, None, MS_BIND | MS_REC)
-    flags = MS_BIND | MS_REMOUNT | MS_NOSUID | (MS_RDONLY | MS_NODEV if readonly else 0)
-    mount(None, target, None, flags)
+def become_student(uid: int, spare_uids: bool) -> None:
+    """Give up every privilege. With spare uids (root): become `uid` in the zygote's user
+    namespace. Otherwise: enter a user namespace of one's own as `uid`. No capabilities are
+    left in any namespace."""
+    if spare_uids:
+        kernel.limit_capabilities()
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # from uid 0 to none: the kernel clears every capability
+        return
+    kernel.unshare(kernel.CLONE_NEWUSER)
+    kernel.write_file("/proc/self/setgroups", "deny")
+    kernel.write_file("/proc/self/uid_map", f"{uid} 0 1")
+    kernel.write_file("/proc/self/gid_map", f"{uid} 0 1")
+    kernel.limit_capabilities()  # a new user namespace starts with every capability
+    kernel.clear_capabilities()
 
 
-def _mask(target: str) -> None:
-    """Hide a file or directory that sits inside a mounted runtime tree."""
-    if os.path.isdir(target):
-        mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=555")
-    elif os.path.exists(target):
-        mount("/dev/null", target, None, MS_BIND)
+def confine(landlock_abi: int) -> None:
+    """no_new_privs, then Landlock and the seccomp filter (where the kernel has them)."""
+    kernel.no_new_privs()
+    if landlock_abi >= 1:
+        landlock.restrict(landlock_abi)
+    if seccomp.available():
+        seccomp.install()
 
 
-def python_trees() -> list[str]:
-    """The Python installation and virtualenv directories, outermost only."""
-    trees = {os.path.realpath(p) for p in
-             (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix)}
-    outermost = []
-    for tree in sorted(trees):
-        if not any(tree == t or tree.startswith(t + os.sep) for t in outermost):
-            outermost.append(tree)
-    return outermost
-
-
-def _populate_etc(root: str) -> None:
-    etc = root + "/etc"
-    os.makedirs(etc, exist_ok=True)
-    for name in ETC_ENTRIES:
-        source = "/etc/" + name
-        if os.path.islink(source):
-            os.symlink(os.readlink(source), f"{etc}/{name}")
-        elif os.path.isdir(source):
-            shutil.copytree(source, f"{etc}/{name}", symlinks=True)
-        elif os.path.isfile(source):
-            shutil.copy(source, f"{etc}/{name}")
-    with open(etc + "/passwd", "w") as passwd:
-        passwd.write("root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
-    with open(etc + "/group", "w") as group:
-        group.write("root:x:0:\nnogroup:x:65534:\n")
-
-
-def _populate_dev(root: str) -> None:
-    dev = root + "/dev"
-    os.makedirs(dev + "/shm", exist_ok=True)
-    for name in DEVICES:
-        _bind("/dev/" + name, f"{dev}/{name}", readonly=False)
-    os.symlink("/proc/self/fd", dev + "/fd")
-    for number, name in enumerate(("stdin", "stdout", "stderr")):
-        os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
-
-
-def _private_root_dir() -> tuple[str, str]:
-    """A directory for the new root: (its path, the host directory left behind or "").
-
-    When nothing to bind lives under /tmp, a tmpfs over /tmp (private to this mount
-    namespace) holds it and nothing is left on the host; otherwise a host temporary directory
-    serves as the mount point and must be removed once the zygote has stopped.
-    """
-    sources = [*SYSTEM_DIRS, *python_trees()]
-    if not any(os.path.realpath(p) == "/tmp" or os.path.realpath(p).startswith("/tmp/")
-               for p in sources if os.path.exists(p)):
-        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-        os.mkdir("/tmp/root", 0o755)
-        return "/tmp/root", ""
-    root = tempfile.mkdtemp(prefix="sdpa-sandbox-root-")
-    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-    return root, root
-
-
-def build_root(hidden: list[str], font_cache: str = "") -> tuple[str, str]:
-    """Make the private root; return (its path, a host directory to remove later or "").
-
-    `font_cache`, a host directory only root can enter, is mounted as matplotlib's config
-    directory so its font list survives from one zygote to the next. Call in a new mount
-    namespace.
-    """
-    root, leftover = _private_root_dir()
-    for top in SYSTEM_DIRS:
-        if os.path.islink(top):
-            os.symlink(os.readlink(top), root + top)
-        elif os.path.isdir(top):
-            _bind(top, root + top, readonly=True)
-    for tree in python_trees():
-        if not os.path.exists(root + tree):
-            _bind(tree, root + tree, readonly=True)
-    _populate_etc(root)
-    _populate_dev(root)
-    for path in ("/proc", "/tmp", RUNTIME_HOLD, ZYGOTE_MPLCONFIGDIR):
-        os.makedirs(root + path, exist_ok=True)
-    if font_cache and os.path.isdir(font_cache):
-        _bind(font_cache, root + ZYGOTE_MPLCONFIGDIR, readonly=False)
-    os.chmod(root + "/tmp", 0o1777)
-    for path in hidden:
-        real = os.path.realpath(path)
-        if os.path.lexists(root + real):
-            _mask(root + real)
-    return root, leftover
-
-
-def enter_zygote(isolation: str, hidden: list[str], font_cache: str = ""
-                 ) -> tuple[str, list[str], str]:
-    """Isolate the zygote as far as `isolation` ("auto", "namespaces", "none") and the OS allow.
-
-    Returns (mode, warnings, root path on the host or "").
-    """
-    if isolation == "none":
-        return "none", ["degraded sandbox isolation (isolation='none' was asked for): no "
-                        "network or file isolation beyond the audit hook; processes bounded by "
-                        "rlimits and a process group"], ""
-    reason = ""
-    if not sys.platform.startswith("linux"):
-        reason = f"Linux namespaces are unavailable on {sys.platform}"
-    elif os.geteuid() != 0:
-        reason = "not running as root, so namespaces and a spare uid are unavailable"
-    if not reason:
-        try:
-            unshare(CLONE_NEWNS | CLONE_NEWNET)
-            mount(None, "/", None, MS_REC | MS_PRIVATE)
-            root, leftover = build_root(hidden, font_cache)
-            os.chroot(root)
-            os.chdir("/")
-            return "namespaces", [], leftover
-        except OSError as exc:
-            reason = f"could not set up namespaces ({exc})"
-    if isolation == "namespaces":
-        raise RuntimeError(f"sandbox isolation 'namespaces' required but {reason}")
-    mode = "uid" if os.geteuid() == 0 else "none"
-    what = ("student code runs as a spare uid with rlimits, but can reach the network and read "
-            "files outside the hidden packages" if mode == "uid" else
-            "student code runs as the grader's user with rlimits only; the network is reachable, "
-            "processes that leave the process group may survive, and only an audit hook keeps "
-            "the hidden files unreadable")
-    return mode, [f"degraded sandbox isolation: {reason}; {what}"], ""
-
-
-def setup_child_mounts(disk_mb: int, uid: int) -> str:
-    """In a submission's fresh PID+mount namespace: /proc, private /tmp and /dev/shm, workdir."""
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    # A Python runtime under /tmp (a checkout cloned into /tmp) would vanish under the private
-    # /tmp: hold it aside, mount the private /tmp, then put the runtime back in it.
-    under_tmp = [tree for tree in python_trees() if tree.startswith("/tmp/")]
-    if under_tmp:
-        mount("/tmp", RUNTIME_HOLD, None, MS_BIND | MS_REC)
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=1777")
-    for tree in under_tmp:
-        os.makedirs(tree, mode=0o755)
-        mount(RUNTIME_HOLD + tree[len("/tmp"):], tree, None, MS_BIND | MS_REC)
-        mount(None, tree, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    if under_tmp:
-        _check(_libc.umount2(os.fsencode(RUNTIME_HOLD), MNT_DETACH), f"umount {RUNTIME_HOLD}")
-    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=1777")
-    os.mkdir(NAMESPACE_WORKDIR, 0o700)
-    os.chown(NAMESPACE_WORKDIR, uid, uid)
-    return NAMESPACE_WORKDIR
+def check_confined(uid: int, spare_uids: bool) -> None:
+    """Refuse to serve unless the kernel reports the student's credentials as intended. (An
+    ordinary user's supplementary groups cannot be dropped without privilege: they remain.)"""
+    status = kernel.process_status()
+    problems = [f"{key} is {status.get(key)}" for key in
+                ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+                if status.get(key) != ZERO_CAPS]
+    if status.get("NoNewPrivs") != "1":
+        problems.append("no_new_privs is not set")
+    if seccomp.available() and status.get("Seccomp") != "2":
+        problems.append("the seccomp filter is not in force")
+    for ids in ("Uid", "Gid"):
+        if status.get(ids, "").split() != [str(uid)] * 4:
+            problems.append(f"{ids} is {status.get(ids)}")
+    if spare_uids and status.get("Groups", "").split():
+        problems.append(f"supplementary groups are {status.get('Groups')}")
+    if problems:
+        raise RuntimeError("worker isolation incomplete: " + "; ".join(problems))
 
 
 def address_space_bytes() -> int:
@@ -289,38 +182,11 @@ def apply_limits(limits: dict, baseline_bytes: int, mode: str) -> None:
     if baseline_bytes:
         cap(resource.RLIMIT_AS, baseline_bytes + int(limits["memory_mb"]) * 2**20)
     nproc = int(limits["processes"])
-    if mode == "none":  # the grader's own uid: count what it already runs
+    if mode == UNSAFE_NONE:  # the grader's own uid: count what it already runs
         nproc += len(processes_of(os.getuid()))
     cap(resource.RLIMIT_NPROC, nproc)
     cap(resource.RLIMIT_NOFILE, int(limits["open_files"]))
     cap(resource.RLIMIT_FSIZE, int(limits["disk_mb"]) * 2**20)
-
-
-def drop_privileges(uid: int) -> None:
-    """Become `uid` with no supplementary groups, no capabilities and no way back."""
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-    if _libc is not None:
-        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-
-
-def kill_uid(uid: int) -> None:
-    """SIGKILL every process of `uid`, from a helper that becomes that uid and kills -1."""
-    if os.geteuid() != 0 or uid == 0:
-        return
-    for _ in range(3):
-        if not processes_of(uid):
-            return
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setgid(uid)
-                os.setuid(uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
 
 
 def reset_signals() -> None:

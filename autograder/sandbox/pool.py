@@ -3,30 +3,41 @@
 A pool can be shared by many `Sandbox` objects (threads included) in one grading process; each
 worker is a fresh fork of a zygote that never ran student code, so one student's monkeypatching
 cannot reach another. Without an explicit pool, sandboxes share a lazily started default pool.
+
+A pool refuses to start (`IsolationUnavailable`, saying what to do) where the kernel refuses
+the namespaces of mode ``namespaces``; only ``isolation="unsafe-none"``, asked for explicitly,
+runs student code without them, and every report then says so in its warnings.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib.metadata
 import importlib.util
 import json
 import os
 import secrets
 import socket
+import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import warnings
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from .blocker import FORBIDDEN_PACKAGES
+from .cgroups import Cgroups, SubmissionCgroup
+from .errors import IsolationUnavailable
 from .limits import Limits
 
 # Shipped in dependency order and exec'd as the package `_sdpa_sandbox` inside the zygote, so
 # the worker never needs the `autograder` package importable there.
-SANDBOX_MODULES = ("blocker", "codec", "isolation", "worker", "zygote")
+SANDBOX_MODULES = ("blocker", "codec", "kernel", "seccomp", "landlock", "rootfs", "isolation",
+                   "worker", "zygote")
 BOOTSTRAP = """\
 import json, sys, types
 payload = json.loads(sys.stdin.buffer.read())
@@ -42,11 +53,20 @@ for name in payload["order"]:
 del payload
 sys.modules["_sdpa_sandbox.zygote"].main(json.loads(sys.argv[1]))
 """
+NAMESPACES = "namespaces"
+UNSAFE_NONE = "unsafe-none"
+ISOLATION_MODES = (NAMESPACES, UNSAFE_NONE)
 ZYGOTE_START_SECONDS = 120.0
 FIRST_UID = 1_000_000
 UID_RANGE = 2**31 - 2 - FIRST_UID
+KIT_DISTRIBUTION = "sdpa-course"
 KIT_DIRECTORIES = ("source", "solutions", "tests", "release", "submitted", "autograded",
                    "feedback", ".git")
+UNSAFE_WARNING = (
+    "UNSAFE: student code ran without isolation (isolation='unsafe-none', asked for "
+    "explicitly): it could read and change the grader's files and reach the network; only "
+    "rlimits, a process group and an audit hook bounded it"
+)
 _warned: set[str] = set()
 
 
@@ -55,10 +75,42 @@ def _sandbox_sources() -> dict[str, str]:
     return {name: (here / f"{name}.py").read_text() for name in SANDBOX_MODULES}
 
 
+def _checkout_paths(checkout: Path) -> list[str]:
+    return [str(checkout / d) for d in (*KIT_DIRECTORIES, *FORBIDDEN_PACKAGES)]
+
+
+def _installed_kit_paths() -> list[str]:
+    """Every top-level file or directory the kit's distribution installed (its packages, the
+    data copy of `source/` and `solutions/`, the .pth of an editable install, dist-info),
+    and the checkout an editable install points at."""
+    try:
+        dist = importlib.metadata.distribution(KIT_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    paths = set()
+    site_dir = Path(str(dist.locate_file(""))).resolve()
+    for file in dist.files or ():
+        path = Path(str(dist.locate_file(file))).resolve()
+        try:
+            first = path.relative_to(site_dir).parts[0]
+        except (ValueError, IndexError):
+            paths.add(str(path))  # a script outside the site directory
+            continue
+        paths.add(str(site_dir / first) if first != "__pycache__" else str(path))
+    try:
+        url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+    except ValueError:
+        url = ""
+    if url.startswith("file://"):
+        paths.update(_checkout_paths(Path(unquote(urlparse(url).path))))
+    return sorted(paths)
+
+
 def find_hidden_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
-    """Paths student code must not read: the forbidden packages, the kit's course material
-    when running from a checkout, and `extra` (course directory, gradebook)."""
-    paths: list[str] = []
+    """Paths student code must not read: the forbidden packages wherever they are imported
+    from, the kit's installed files (whatever the install mode), its checkout's course
+    material, and `extra` (course directory, gradebook)."""
+    paths: list[str] = _installed_kit_paths()
     for name in FORBIDDEN_PACKAGES:
         try:
             spec = importlib.util.find_spec(name)
@@ -72,7 +124,7 @@ def find_hidden_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
                 paths.append(os.path.realpath(location))
                 checkout = Path(location).resolve().parent
                 if (checkout / "pyproject.toml").is_file():
-                    paths += [str(checkout / d) for d in KIT_DIRECTORIES]
+                    paths += _checkout_paths(checkout)
     paths += [os.path.realpath(p) for p in extra]
     return sorted(set(paths))
 
@@ -80,8 +132,8 @@ def find_hidden_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
 def _font_cache_directory() -> str:
     """A directory, private to this user, where the zygote keeps matplotlib's font list.
 
-    Building that list takes a good part of the zygote's start; with namespaces it is mounted
-    where student code cannot enter (mode 0700, owned by root), so no student can poison it.
+    Building that list takes a good part of the zygote's start. Only the zygote uses it, before
+    it isolates itself; workers never see it.
     """
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     directory = base / "sdpa-course" / "sandbox-matplotlib"
@@ -95,36 +147,75 @@ def _font_cache_directory() -> str:
 
 def _zygote_environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/",
-           "MPLBACKEND": "Agg"}
+           "MPLBACKEND": "Agg", "TMPDIR": tempfile.gettempdir()}
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                  "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"):
         env[name] = "1"
     return env
 
 
+def _host_root() -> bool:
+    """Root of the initial user namespace (not of a container's own user namespace)."""
+    try:
+        with open("/proc/self/uid_map") as uid_map:
+            return os.geteuid() == 0 and uid_map.read().split() == ["0", "0", "4294967295"]
+    except OSError:
+        return False
+
+
+def write_id_maps(pid: int) -> dict:
+    """Write the uid and gid maps of the zygote's new user namespace.
+
+    As root: uid and gid 0, and the range of spare ids, map to themselves, so that each
+    submission runs as a spare uid of its own (never root, whose processes RLIMIT_NPROC does
+    not count). Otherwise the grader's uid and gid become root of the namespace.
+    """
+    try:
+        if _host_root():
+            ids = f"0 0 1\n{FIRST_UID} {FIRST_UID} {UID_RANGE}\n"
+            for name in ("uid_map", "gid_map"):
+                with open(f"/proc/{pid}/{name}", "w") as id_map:
+                    id_map.write(ids)
+            return {"ok": True, "spare_uids": True}
+        with open(f"/proc/{pid}/setgroups", "w") as setgroups:
+            setgroups.write("deny")
+        for name, own in (("uid_map", os.geteuid()), ("gid_map", os.getegid())):
+            with open(f"/proc/{pid}/{name}", "w") as id_map:
+                id_map.write(f"0 {own} 1\n")
+        return {"ok": True, "spare_uids": False}
+    except OSError as exc:
+        return {"ok": False, "error": f"could not write the new user namespace's id maps ({exc})"}
+
+
 class SandboxPool:
     """One zygote shared by many sandboxes; a context manager.
 
-    isolation: "auto" (namespaces where possible, else degrade with a warning), "namespaces"
-    (fail if unavailable) or "none" (rlimits and process groups only, e.g. for tests).
+    isolation: "namespaces" (the default: user, mount, PID, IPC and network namespaces,
+    Landlock, seccomp; `IsolationUnavailable` where the kernel refuses them) or "unsafe-none"
+    (student code runs as the grader, with rlimits, a process group and an audit hook only;
+    every report says so).
     hidden_paths: extra files or directories to hide (course directory, gradebook).
     """
 
-    def __init__(self, *, isolation: str = "auto",
+    def __init__(self, *, isolation: str = NAMESPACES,
                  hidden_paths: Iterable[str | os.PathLike] = ()):
-        if isolation not in ("auto", "namespaces", "none"):
-            raise ValueError(f"isolation must be 'auto', 'namespaces' or 'none', not {isolation!r}")
+        if isolation not in ISOLATION_MODES:
+            raise ValueError(f"isolation must be one of {ISOLATION_MODES}, not {isolation!r}")
         self.isolation = isolation
         self.hidden = find_hidden_paths(hidden_paths)
         self.mode = ""
         self.warnings: list[str] = []
+        self.layers: dict[str, object] = {}  # what the kernel granted: landlock ABI, seccomp...
+        self.cgroups: Cgroups | None = None
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._owner = os.getpid()
         self._closed = False
-        self._root = ""
         self._pending: tuple[subprocess.Popen, socket.socket] | None = None
+        self._cgroups_tried = False
+        self._cgroup_note = ""
+        self.zygote_pid = 0  # the process that forks the workers (the first one only waits)
 
     def __enter__(self) -> SandboxPool:
         self.start()
@@ -137,7 +228,8 @@ class SandboxPool:
         """Start the zygote now rather than at the first submission.
 
         With wait=False the zygote boots (about half a second of imports) while the caller goes
-        on, e.g. reading the submission; the first `spawn` waits for it.
+        on, e.g. reading the submission; the first `spawn` waits for it. Raises
+        `IsolationUnavailable` (with wait, or at the first spawn) where namespaces are refused.
         """
         with self._lock:
             if wait:
@@ -153,8 +245,8 @@ class SandboxPool:
         if self._closed:
             raise RuntimeError("this SandboxPool is closed")
         if self._owner != os.getpid():  # inherited across fork: the zygote is the parent's
-            self._process, self._control, self._pending, self._root = None, None, None, ""
-            self._owner = os.getpid()
+            self._process, self._control, self._pending, self.cgroups = None, None, None, None
+            self._owner, self._cgroups_tried = os.getpid(), False
         if self._pending is not None:
             self._finish_launch()
         if self._running():
@@ -164,7 +256,13 @@ class SandboxPool:
         self._finish_launch()
 
     def _begin_launch(self) -> None:
+        if not self._cgroups_tried:
+            self._cgroups_tried = True
+            self.cgroups, why = Cgroups.create() if sys.platform.startswith("linux") else (
+                None, "not Linux")
+            self._cgroup_note = why
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the zygote's pid, below
         config = {"control_fd": theirs.fileno(), "isolation": self.isolation,
                   "hidden": self.hidden, "font_cache": _font_cache_directory()}
         process = subprocess.Popen(
@@ -182,52 +280,103 @@ class SandboxPool:
         process, ours = self._pending
         self._pending = None
         ours.settimeout(ZYGOTE_START_SECONDS)
-        try:
-            raw = ours.recv(1 << 16)
-        except OSError:
-            raw = b""
-        ready = json.loads(raw) if raw else {"ok": False, "error": "the zygote exited"}
+        while True:
+            try:
+                raw, ancillary, _, _ = ours.recvmsg(1 << 16, socket.CMSG_SPACE(12))
+            except OSError:
+                raw, ancillary = b"", []
+            ready = json.loads(raw) if raw else {"ok": False, "error": "the zygote exited"}
+            for level, kind, data in ancillary:
+                if (level, kind) == (socket.SOL_SOCKET, socket.SCM_CREDENTIALS):
+                    self.zygote_pid = struct.unpack("i", data[:4])[0]
+            if ready.get("op") != "map":
+                break
+            ours.send(json.dumps(write_id_maps(process.pid)).encode())
         if not ready.get("ok"):
             process.kill()
             detail = process.stderr.read().decode(errors="replace")[-2000:]
             process.wait()
             ours.close()
+            if "unavailable" in ready:
+                raise IsolationUnavailable(str(ready["unavailable"]))
             raise RuntimeError(f"the sandbox could not start: {ready.get('error')}\n{detail}")
         process.stderr.close()
-        # The zygote's private root is mounted on this (host) directory; removing it now would
-        # detach that mount, so it goes when the zygote stops.
-        self._root = ready.get("root") or ""
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
         ours.settimeout(30.0)
         self._process, self._control = process, ours
         self.mode = ready["mode"]
-        self.warnings = list(ready["warnings"])
+        self.layers = {"landlock": ready.get("landlock", 0), "seccomp": ready.get("seccomp"),
+                       "spare_uids": ready.get("spare_uids"),
+                       "cgroups": self.cgroups.describe() if self.cgroups else ""}
+        self.warnings = self._describe_gaps()
         for text in self.warnings:
             if text not in _warned:
                 _warned.add(text)
                 warnings.warn(text, RuntimeWarning, stacklevel=5)
 
-    def spawn(self, limits: Limits, uid: int) -> tuple[socket.socket, int, int]:
-        """Fork a worker; return (its socket, the read end of its output pipe, its pid)."""
-        request = json.dumps({"uid": uid, "limits": asdict(limits),
-                              "hidden": self.hidden}).encode()
+    def _describe_gaps(self) -> list[str]:
+        """What a report must say about how this pool bounds student code, if anything."""
+        if self.mode == UNSAFE_NONE:
+            return [UNSAFE_WARNING]
+        notes = []
+        if not self.cgroups:
+            notes.append(
+                f"no per-submission cgroup ({self._cgroup_note}): each process of a submission "
+                f"may use memory_mb of address space (RLIMIT_AS), so up to processes x "
+                f"memory_mb in all; processes are bounded by RLIMIT_NPROC in the submission's "
+                f"own user namespace or uid, CPU time per process by RLIMIT_CPU; the "
+                f"submission's processor share is not isolated from other submissions graded "
+                f"at the same time")
+        if not self.layers["landlock"]:
+            notes.append("Landlock is unavailable on this kernel: files are hidden by the "
+                         "mount namespace alone")
+        if not self.layers["seccomp"]:
+            notes.append("no seccomp filter for this architecture: system calls are bounded "
+                         "by the namespaces and the lack of capabilities alone")
+        return notes
+
+    def new_cgroup(self, limits: Limits) -> SubmissionCgroup | None:
+        """A cgroup for one submission, or None where this pool has none."""
+        with self._lock:
+            self._ensure_started()
+            if self.cgroups is None:
+                return None
+        return self.cgroups.submission(limits)
+
+    def spawn(self, limits: Limits, uid: int, cgroup: SubmissionCgroup | None = None
+              ) -> tuple[socket.socket, int, int]:
+        """Fork a worker; return (its socket, its output pipe, its exit report pipe).
+
+        The worker's first message is "ready"; the socket passes credentials until then, so
+        that the caller learns the worker's pid from the kernel.
+        """
         with self._lock:
             for attempt in range(2):
                 self._ensure_started()
+                cgroup_fds = cgroup.open_procs() if cgroup is not None else []
+                request = json.dumps({"uid": uid, "limits": asdict(limits),
+                                      "hidden": self.hidden,
+                                      "cgroup_fds": len(cgroup_fds)}).encode()
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
                 out_read, out_write = os.pipe()
+                report_read, report_write = os.pipe()
                 try:
-                    socket.send_fds(self._control, [request], [theirs.fileno(), out_write])
+                    socket.send_fds(self._control, [request],
+                                    [theirs.fileno(), out_write, report_write, *cgroup_fds])
                     reply = self._control.recv(1 << 16)
                 except OSError:
                     reply = b""
                 finally:
                     theirs.close()
-                    os.close(out_write)
+                    for fd in (out_write, report_write, *cgroup_fds):
+                        os.close(fd)
                 answer = json.loads(reply) if reply else {}
-                if answer.get("ok") and type(answer.get("pid")) is int:
-                    return ours, out_read, answer["pid"]
+                if answer.get("ok"):
+                    return ours, out_read, report_read
                 ours.close()
                 os.close(out_read)
+                os.close(report_read)
                 self._stop_zygote()
                 if attempt:
                     raise RuntimeError(f"the sandbox zygote could not fork a worker: {reply!r}")
@@ -253,19 +402,16 @@ class SandboxPool:
                 self._process.kill()
                 self._process.wait()
         self._process, self._control = None, None
-        if self._root:
-            try:
-                os.rmdir(self._root)
-            except OSError:
-                pass
-            self._root = ""
 
     def close(self) -> None:
-        """Stop the zygote (workers already forked keep running until their sandbox closes)."""
+        """Stop the zygote, which takes every worker it forked along, and remove the cgroups."""
         with self._lock:
             self._closed = True
             if self._owner == os.getpid():
                 self._stop_zygote()
+                if self.cgroups is not None:
+                    self.cgroups.close()
+                    self.cgroups = None
 
 
 _default_pool: SandboxPool | None = None
@@ -273,7 +419,7 @@ _default_lock = threading.Lock()
 
 
 def default_pool() -> SandboxPool:
-    """The process-wide pool used by sandboxes created without one."""
+    """The process-wide pool used by sandboxes created without one (mode "namespaces")."""
     global _default_pool
     with _default_lock:
         if _default_pool is None or _default_pool._owner != os.getpid():

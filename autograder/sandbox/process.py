@@ -1,22 +1,40 @@
-"""The trusted side's handle on one worker process: its socket, its output pipe, its pid.
+"""The trusted side's handle on one worker process: its socket, output pipe, report pipe, pid.
 
 Everything that can block does so under a deadline (poll, never select, so any descriptor number
-works); everything read is validated by `codec`. A worker that is gone raises `WorkerLost`.
+works); everything read is validated by `codec`, and nothing the worker sends can raise out of
+here but `WorkerLost` (a frame that is not a reply to the current request is dropped). The
+worker's pid comes from the kernel (the credentials of its "ready" message, sent before any
+student code ran); its exit status and CPU time from the zygote, over a pipe student code
+never held.
+
+Time limits are charged as the time the worker's main thread ran or chose to wait: the time it
+spent runnable but waiting for a processor (its run delay in /proc/PID/schedstat), which other
+submissions or the machine's load took from it, is given back, up to a hard deadline (the
+submission's budget). A real endless loop runs, so it is charged in full.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import select
 import signal
+import socket
+import struct
 import time
 
 from . import codec
+from .cgroups import SubmissionCgroup
 from .limits import Limits
 from .pool import SandboxPool
 
 CLOSE_SECONDS = 5.0
+READY_SECONDS = 60.0
 MAX_DRAIN_BYTES = 4 * 2**20
+MAX_REPORT_BYTES = 4096
+GRACE_STRETCH = 10  # a starved interrupt may wait up to this many grace periods
+_CREDENTIALS = struct.Struct("iII")  # struct ucred: pid, uid, gid
 
 
 class OutputCapture:
@@ -48,24 +66,121 @@ class WorkerLost(Exception):
         super().__init__(message)
 
 
-class WorkerProcess:
-    """One forked worker process and the two channels to it."""
+class RunDelay:
+    """Seconds a process spent runnable but waiting for a processor, from the kernel's
+    schedstat (0 where the kernel does not keep it: limits are then plain wall-clock)."""
 
-    def __init__(self, pool: SandboxPool, limits: Limits, uid: int):
+    def __init__(self, pid: int):
+        self.path = f"/proc/{pid}/schedstat"
+
+    def seconds(self) -> float:
+        try:
+            with open(self.path, "rb") as stat:
+                return int(stat.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+
+class _Charge:
+    """How long a request has been charged: wall-clock time minus the run delay it suffered."""
+
+    def __init__(self, delay: RunDelay):
+        self.delay = delay
+        self.began = time.monotonic()
+        self.delay_before = delay.seconds()
+
+    def seconds(self) -> float:
+        return (time.monotonic() - self.began) - (self.delay.seconds() - self.delay_before)
+
+
+def _exit_report(raw: bytes) -> tuple[int, float]:
+    """(wait status or -1, CPU seconds) from the zygote's report, whatever its bytes."""
+    try:
+        report = json.loads(raw.decode())
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return -1, 0.0
+    if type(report) is not dict:
+        return -1, 0.0
+    status, cpu = report.get("status"), report.get("cpu_seconds")
+    status = status if type(status) is int and 0 <= status <= 0xFFFF else -1
+    cpu = float(cpu) if type(cpu) is float and math.isfinite(cpu) and cpu >= 0 else 0.0
+    return status, cpu
+
+
+class WorkerProcess:
+    """One forked worker process and the channels to it."""
+
+    def __init__(self, pool: SandboxPool, limits: Limits, uid: int,
+                 cgroup: SubmissionCgroup | None = None):
         self.limits = limits
-        self.sock, self.out_fd, self.pid = pool.spawn(limits, uid)
-        try:  # signals through a pidfd cannot hit a recycled pid
-            self.pidfd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):
-            self.pidfd = -1
-        self.sock.setblocking(False)
-        os.set_blocking(self.out_fd, False)
-        self.group_kill = pool.mode != "namespaces"
+        self.cgroup = cgroup
+        self.oom_kills_before = cgroup.oom_kills() if cgroup is not None else 0
+        self.sock, self.out_fd, self.report_fd = pool.spawn(limits, uid, cgroup)
         self.buffer = bytearray()
         self.exit_status: int | None = None
         self.cpu_seconds = 0.0
         self.alive = True
         self.request_id = 0
+        self.pid, self.pidfd = 0, -1
+        os.set_blocking(self.out_fd, False)
+        os.set_blocking(self.report_fd, False)
+        try:
+            self._await_ready()
+        except BaseException:
+            self.close(wait=False)
+            raise
+        self.sock.setblocking(False)
+        self.group_kill = pool.mode != "namespaces"
+        self.run_delay = RunDelay(self.pid)
+
+    # -- start ------------------------------------------------------------------------------
+
+    def _await_ready(self) -> None:
+        """Read the worker's first message, "ready", and its sender's pid as the kernel gives
+        it; then open a pidfd on that pid and check it is still the same process."""
+        deadline = time.monotonic() + READY_SECONDS
+        pid = 0
+        self.sock.settimeout(READY_SECONDS)
+        while True:
+            frame = self._pop_frame()
+            if frame is not None:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RuntimeError("the sandbox worker did not start in time")
+            self.sock.settimeout(remaining)
+            try:
+                data, ancillary, _, _ = self.sock.recvmsg(
+                    1 << 16, socket.CMSG_SPACE(_CREDENTIALS.size))
+            except OSError:
+                data, ancillary = b"", []
+            if not data:
+                self._collect_exit(time.monotonic() + CLOSE_SECONDS)
+                raise RuntimeError(f"the sandbox worker exited while starting "
+                                   f"(status {self.exit_status})")
+            for level, kind, payload in ancillary:
+                if (level, kind) == (socket.SOL_SOCKET, socket.SCM_CREDENTIALS) and not pid:
+                    pid = _CREDENTIALS.unpack(payload[:_CREDENTIALS.size])[0]
+            self.buffer += data
+        message, _ = frame
+        if message.get("op") == "setup-failed":
+            raise RuntimeError(f"the sandbox worker could not start: {message.get('message')}")
+        if message.get("op") != "ready" or pid <= 0:
+            raise RuntimeError(f"the sandbox worker sent {message.get('op')!r} before 'ready'")
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
+        self.pid = pid
+        try:  # signals through a pidfd cannot hit a recycled pid
+            self.pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            raise RuntimeError("the sandbox worker exited while starting") from None
+        except (AttributeError, OSError):
+            self.pidfd = -1
+        try:  # still the process that said "ready" (not a pid recycled in between)?
+            same = os.stat(f"/proc/{pid}/ns/pid").st_ino == message.get("pidns")
+        except OSError:
+            same = self.pidfd >= 0  # no view of it: the pidfd opened at once is the best
+        if not same:
+            raise RuntimeError("the sandbox worker exited while starting")
 
     # -- low level --------------------------------------------------------------------------
 
@@ -125,7 +240,6 @@ class WorkerProcess:
                     self._drain_output(sink)
                     self.sock.close()
                     self.sock = None
-                    self.alive = False
                 else:
                     self.buffer += data
 
@@ -142,7 +256,7 @@ class WorkerProcess:
         if remaining <= 0:
             raise TimeoutError
         ready = False
-        for fd, _ in poller.poll(remaining * 1000):
+        for fd, _ in poller.poll(min(remaining, 3600.0) * 1000):
             if fd == self.out_fd:
                 self._drain_output(sink)
             else:
@@ -166,25 +280,33 @@ class WorkerProcess:
                 os.killpg(self.pid, signum)
             if self.pidfd >= 0:
                 signal.pidfd_send_signal(self.pidfd, signum)
-            else:
+            else:  # a kernel without pidfds (before Linux 5.3)
                 os.kill(self.pid, signum)
         except OSError:
             pass
 
     # -- requests ---------------------------------------------------------------------------
 
+    def _deadline(self, charge: _Charge, seconds: float, hard: float) -> float:
+        """When `charge` will have reached `seconds` at the soonest, never after `hard`."""
+        return min(time.monotonic() + max(seconds - charge.seconds(), 0.0), hard)
+
     def exchange(self, message: dict, blob: bytes | bytearray, seconds: float,
-                 sink: list[OutputCapture]) -> tuple[dict, bytes, bool]:
+                 sink: list[OutputCapture], hard_deadline: float = math.inf
+                 ) -> tuple[dict, bytes, bool]:
         """Send a request and wait for its reply: (reply, blob, interrupted).
 
-        `interrupted` means the time limit passed and SIGINT was sent, but the worker answered.
-        Raises WorkerLost if the worker is gone (killed here at the time limit, or dead).
+        The request may be charged `seconds` (see the module docstring) and never runs past
+        `hard_deadline`; then SIGINT, and SIGKILL if it does not answer within the grace
+        period. `interrupted` means SIGINT was sent but the worker answered. Raises WorkerLost
+        if the worker is gone (killed here at the time limit, or dead).
         """
         if not self.alive or self.sock is None:
             raise WorkerLost("died", "the submission's process is not running")
         self.request_id += 1
         message = dict(message, id=self.request_id)
-        deadline = time.monotonic() + seconds
+        charge = _Charge(self.run_delay)
+        limit, deadline = seconds, min(time.monotonic() + seconds, hard_deadline)
         interrupted = False
         try:
             self._send(codec.pack(message, blob), deadline, sink)
@@ -192,43 +314,75 @@ class WorkerProcess:
             self.kill()
             raise WorkerLost("timeout", f"did not accept its input within {seconds:g} s") from None
         except OSError:  # the worker is gone: collect its exit status
-            self._collect_exit(time.monotonic() + 1.0)
+            self._finish()
             raise self._death() from None
         while True:
             try:
                 reply, reply_blob = self._next_message(deadline, sink)
             except TimeoutError:
+                now = time.monotonic()
+                if now < hard_deadline and charge.seconds() < limit - 0.01:
+                    deadline = self._deadline(charge, limit, hard_deadline)
+                    continue  # it was kept from a processor: give that time back
                 if not interrupted:
                     interrupted = True
                     self.signal(signal.SIGINT)
-                    deadline = time.monotonic() + self.limits.interrupt_grace_seconds
+                    grace = self.limits.interrupt_grace_seconds
+                    charge, limit = _Charge(self.run_delay), grace
+                    hard_deadline = now + grace * GRACE_STRETCH
+                    deadline = now + grace
                     continue
                 self.kill()
+                self._finish()
                 raise WorkerLost("timeout", f"timed out after {seconds:g} s") from None
             except codec.MalformedMessage as exc:
                 self.kill()
+                self._finish()
                 raise WorkerLost("died", f"the process sent a malformed reply ({exc})") from None
             if reply is None:
+                self._finish()
                 raise self._death()
-            op = reply.get("op")
-            if op == "setup-failed":
-                self.kill()
-                raise RuntimeError(f"the sandbox worker could not start: {reply.get('message')}")
-            if op == "exited":
-                self._note_exit(reply)
-            elif op == "reply" and reply.get("id") == self.request_id:
+            if reply.get("op") == "reply" and reply.get("id") == self.request_id:
                 self._drain_output(sink)
                 return reply, reply_blob, interrupted
+            # Anything else (a stale reply, a forged "ready" or "exited") is student noise.
 
-    def _note_exit(self, message: dict) -> None:
-        status, cpu = message.get("status"), message.get("cpu_seconds")
-        self.exit_status = status if type(status) is int else -1
-        self.cpu_seconds = float(cpu) if type(cpu) in (int, float) else 0.0
+    # -- the end ----------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        """The worker is gone or going: make sure it is dead, then read the zygote's report."""
+        self.kill()
+        self._collect_exit(time.monotonic() + CLOSE_SECONDS)
+
+    def _collect_exit(self, deadline: float) -> None:
+        """Read the zygote's exit report (it comes once the worker has been reaped)."""
+        if self.report_fd < 0 or self.exit_status is not None:
+            return
+        raw = bytearray()
+        poller = select.poll()
+        poller.register(self.report_fd, select.POLLIN)
+        while len(raw) < MAX_REPORT_BYTES:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not poller.poll(remaining * 1000):
+                break
+            try:
+                data = os.read(self.report_fd, MAX_REPORT_BYTES)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                break
+            raw += data
+        if raw:
+            self.exit_status, self.cpu_seconds = _exit_report(bytes(raw))
         self.alive = False
 
     def _death(self) -> WorkerLost:
         self.alive = False
         status = self.exit_status
+        if self.cgroup is not None and self.cgroup.oom_kills() > self.oom_kills_before:
+            return WorkerLost("memory-limit", "ran past the submission's memory limit")
         if status is None or status < 0:
             return WorkerLost("died", "the process ended unexpectedly")
         # However it ended (SIGXCPU, its handler's exit, the hard limit's SIGKILL), a worker
@@ -250,30 +404,16 @@ class WorkerProcess:
         self.signal(signal.SIGKILL)
         self.alive = False
 
-    def _collect_exit(self, deadline: float) -> None:
-        """Read until the zygote's exit report (or the end of the stream, or the deadline)."""
-        try:
-            while self.sock is not None:
-                message, _ = self._next_message(deadline, None)
-                if message is None:
-                    return
-                if message.get("op") == "exited":
-                    self._note_exit(message)
-                    return
-        except (TimeoutError, codec.MalformedMessage):
-            pass
-
     def close(self, wait: bool = True) -> None:
-        """Kill the worker and everything it started; wait until the zygote confirms."""
+        """Kill the worker and everything it started; with `wait`, until the zygote confirms."""
         self.kill()
         if wait:
             self._collect_exit(time.monotonic() + CLOSE_SECONDS)
         if self.sock is not None:
             self.sock.close()
             self.sock = None
-        if self.out_fd >= 0:
-            os.close(self.out_fd)
-            self.out_fd = -1
-        if self.pidfd >= 0:
-            os.close(self.pidfd)
-            self.pidfd = -1
+        for name in ("out_fd", "report_fd", "pidfd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)

@@ -2,16 +2,26 @@
 
 The trusted side of the sandbox. It never runs student code and never unpickles: it sends
 requests, reads `codec` replies under a deadline, interrupts then kills on time-outs, and
-respawns the worker (replaying the cells that succeeded) when student code killed it.
+respawns the worker (replaying the cells that succeeded) when student code killed it. Every
+field of a reply is the student's to forge: whatever it holds becomes a `StudentError` (a
+reply that makes no sense is the student's process misbehaving: `crashed`), never another
+exception.
+
+The submission's budget (`Limits.submission_seconds`) counts the wall-clock time of every
+request that runs student code (cells, calls, replays after a restart). Once spent, the
+request running is stopped as a time-out, later cells are not run (status "timeout") and
+later calls raise `StudentTimeout`; reading values (`get`, `has`) runs no student code and
+goes on working while the worker lives, so what ran keeps its points.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import codec
+from .blocker import FORBIDDEN_PACKAGES
 from .errors import (
     ForbiddenImport,
     MissingName,
@@ -22,9 +32,12 @@ from .errors import (
     StudentTimeout,
     Unserializable,
 )
+from .images import read_pngs
 from .limits import Limits
 from .pool import SandboxPool, default_pool
 from .process import OutputCapture, WorkerLost, WorkerProcess
+
+MAX_REPLY_TEXT = 1000  # characters of a reply's message or type name kept
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,19 @@ class CellOutcome:
     error: str = ""  # student-facing one-line summary
     output: str = ""  # the cell's captured stdout/stderr, truncated
     seconds: float = 0.0  # wall-clock time the cell took
+    images: list[bytes] = field(default_factory=list)  # PNGs of the figures it drew, checked
+
+
+def _text(value, default: str = "") -> str:
+    """A reply field as bounded text (it may be anything the student forged)."""
+    if type(value) is not str:
+        return default
+    return value if len(value) <= MAX_REPLY_TEXT else value[:MAX_REPLY_TEXT] + "..."
+
+
+def _line(reply: dict) -> int:
+    line = reply.get("line")
+    return line if type(line) is int and 0 < line < 10**9 else 0
 
 
 def _located(text: str, label: str, line: int, with_label: bool) -> str:
@@ -71,9 +97,12 @@ class Sandbox:
         self.restarts = 0
         self.cpu_seconds = 0.0  # CPU used by the workers that have ended (all, after close)
         self.uid = SandboxPool.new_uid()
+        self.budget_left = float(self.limits.submission_seconds)  # seconds of student code
         self._output = OutputCapture(self.limits.output_bytes)
         self._replay: list[int] = []  # indices of the cells that ran without error
         self._worker: WorkerProcess | None = None
+        self._cgroup = None
+        self._cgroup_made = False
         self._closed = False
 
     def __enter__(self) -> Sandbox:
@@ -89,8 +118,13 @@ class Sandbox:
 
     @property
     def isolation(self) -> str:
-        """The isolation mode achieved: "namespaces", "uid" or "none" (see the package doc)."""
+        """The pool's isolation: "namespaces" or "unsafe-none" (see the package doc)."""
         return self.pool.mode
+
+    @property
+    def out_of_time(self) -> bool:
+        """Whether the submission's budget is spent: no more student code runs."""
+        return self.budget_left <= 0
 
     @property
     def pid(self) -> int:
@@ -102,7 +136,10 @@ class Sandbox:
     def _new_worker(self) -> WorkerProcess:
         if self._closed:
             raise RuntimeError("this Sandbox is closed")
-        worker = WorkerProcess(self.pool, self.limits, self.uid)
+        if not self._cgroup_made:
+            self._cgroup = self.pool.new_cgroup(self.limits)
+            self._cgroup_made = True
+        worker = WorkerProcess(self.pool, self.limits, self.uid, self._cgroup)
         for text in self.pool.warnings:
             if text not in self.warnings:
                 self.warnings.append(text)
@@ -114,10 +151,28 @@ class Sandbox:
             self.cpu_seconds += self._worker.cpu_seconds
             self._worker = None
 
-    def _respawn(self) -> None:
-        """A fresh worker with the successful cells replayed; StudentDied when out of restarts."""
+    def _budget_timeout(self, what: str) -> StudentTimeout:
+        return StudentTimeout(f"{what} not run: the submission's time budget of "
+                              f"{self.limits.submission_seconds:g} s ran out")
+
+    def _timed(self, worker: WorkerProcess, message: dict, blob: bytes, seconds: float,
+               sink: list[OutputCapture], student_code: bool):
+        """worker.exchange; a request running student code is charged to the budget."""
+        if not student_code:
+            return worker.exchange(message, blob, seconds, sink)
+        began = time.monotonic()
+        try:
+            return worker.exchange(message, blob, seconds, sink, began + self.budget_left)
+        finally:
+            self.budget_left -= time.monotonic() - began
+
+    def _respawn(self, what: str = "this") -> None:
+        """A fresh worker with the successful cells replayed; StudentDied when out of restarts,
+        StudentTimeout when out of time."""
         self._discard_worker()
         while True:
+            if self.out_of_time:
+                raise self._budget_timeout(what)
             if self.restarts >= self.limits.max_restarts:
                 raise StudentDied(f"the submission's process was restarted "
                                   f"{self.restarts} times; nothing more is run")
@@ -127,21 +182,27 @@ class Sandbox:
             for index in list(self._replay):
                 cell = self.cells[index]
                 try:
-                    worker.exchange(self._run_request(cell), b"", self.limits.cell_seconds, [])
+                    self._timed(worker, self._run_request(cell), b"", self.limits.cell_seconds,
+                                [], True)
                 except WorkerLost:
-                    self._replay.remove(index)  # it ran once, but kills the process now
-                    worker.close(wait=False)
+                    if not self.out_of_time:
+                        self._replay.remove(index)  # it ran once, but kills the process now
                     replayed = False
+                if self.out_of_time:
+                    worker.close(wait=False)
+                    raise self._budget_timeout(what)
+                if not replayed:
+                    worker.close(wait=False)
                     break
             if replayed:
                 self._worker = worker
                 return
 
-    def _ready(self) -> WorkerProcess:
+    def _ready(self, what: str) -> WorkerProcess:
         if self.outcomes is None:
             self.start()
         if self._worker is None or not self._worker.alive:
-            self._respawn()
+            self._respawn(what)
         return self._worker
 
     @staticmethod
@@ -152,7 +213,7 @@ class Sandbox:
     def _note_forbidden(self, reply: dict) -> None:
         attempts = reply.get("forbidden")
         if type(attempts) is list:
-            self.forbidden_imports.update(a for a in attempts if type(a) is str)
+            self.forbidden_imports.update(a for a in attempts if a in FORBIDDEN_PACKAGES)
 
     # -- cells ------------------------------------------------------------------------------
 
@@ -163,9 +224,17 @@ class Sandbox:
         self.outcomes = []
         self._worker = self._new_worker()
         for index, cell in enumerate(self.cells):
+            if self.out_of_time:
+                self.outcomes.append(CellOutcome(
+                    cell.label, "timeout", f"not run: the submission's time budget of "
+                    f"{self.limits.submission_seconds:g} s ran out"))
+                continue
             if self._worker is None:
                 try:
-                    self._respawn()
+                    self._respawn(cell.label)
+                except StudentTimeout as exc:
+                    self.outcomes.append(CellOutcome(cell.label, "timeout", str(exc)))
+                    continue
                 except StudentDied as exc:
                     self.outcomes.append(CellOutcome(cell.label, "died", f"not run: {exc}"))
                     continue
@@ -181,71 +250,91 @@ class Sandbox:
         outcome.seconds = time.perf_counter() - began
         return outcome
 
+    def _timeout_text(self, seconds: float) -> str:
+        if self.out_of_time:
+            return (f"stopped: the submission's time budget of "
+                    f"{self.limits.submission_seconds:g} s ran out")
+        return f"timed out after {seconds:g} s"
+
     def _run_cell_untimed(self, cell: Cell) -> CellOutcome:
         segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.cell_seconds
         try:
-            reply, _, interrupted = self._worker.exchange(
-                self._run_request(cell), b"", seconds, [segment, self._output])
+            reply, reply_blob, interrupted = self._timed(
+                self._worker, self._run_request(cell), b"", seconds, [segment, self._output],
+                True)
         except WorkerLost as lost:
             self._discard_worker()
-            return CellOutcome(cell.label, lost.status, str(lost), segment.text())
+            text = self._timeout_text(seconds) if self.out_of_time else str(lost)
+            return CellOutcome(cell.label, lost.status, text, segment.text())
         self._note_forbidden(reply)
         output = segment.text()
         if interrupted or reply.get("kind") == "interrupted":
-            return CellOutcome(cell.label, "timeout", f"timed out after {seconds:g} s", output)
-        if reply.get("ok"):
-            return CellOutcome(cell.label, "ok", "", output)
-        text = f"{reply.get('type', 'Error')}: {reply.get('message', '')}".rstrip(": ")
-        line = reply.get("line") if type(reply.get("line")) is int else 0
-        status = {"syntax": "syntax-error", "memory": "memory-limit"}.get(reply.get("kind"),
-                                                                          "error")
-        return CellOutcome(cell.label, status, _located(text, "", line, False), output)
+            return CellOutcome(cell.label, "timeout", self._timeout_text(seconds), output)
+        if reply.get("ok") is True:
+            return CellOutcome(cell.label, "ok", "", output,
+                               images=read_pngs(reply.get("images"), reply_blob))
+        text = f"{_text(reply.get('type'), 'Error')}: {_text(reply.get('message'))}".rstrip(": ")
+        status = {"syntax": "syntax-error", "memory": "memory-limit"}.get(
+            _text(reply.get("kind")), "error")
+        return CellOutcome(cell.label, status, _located(text, "", _line(reply), False), output)
 
     # -- queries ----------------------------------------------------------------------------
 
-    def _request(self, message: dict, blob: bytes, what: str) -> tuple[dict, bytes]:
-        worker = self._ready()
+    def _request(self, message: dict, blob: bytes, what: str, student_code: bool
+                 ) -> tuple[dict, bytes]:
+        if student_code and self.out_of_time:
+            raise self._budget_timeout(what)
+        if not student_code and self.out_of_time and (
+                self._worker is None or not self._worker.alive):
+            raise self._budget_timeout(what)  # no time left to replay the cells
+        worker = self._ready(what)
         segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.call_seconds
         try:
-            reply, reply_blob, interrupted = worker.exchange(
-                message, blob, seconds, [segment, self._output])
+            reply, reply_blob, interrupted = self._timed(
+                worker, message, blob, seconds, [segment, self._output], student_code)
         except WorkerLost as lost:
             self._discard_worker()
             self.last_output = segment.text()
             if lost.status == "timeout":
-                raise StudentTimeout(f"{what} {lost}") from None
+                text = self._timeout_text(seconds) if self.out_of_time else str(lost)
+                raise StudentTimeout(f"{what} {text}") from None
+            if lost.status == "memory-limit":
+                raise StudentMemoryLimit(f"{what} {lost}") from None
             raise StudentDied(f"{what} stopped: {lost}") from None
         self.last_output = segment.text()
         self._note_forbidden(reply)
         if interrupted:
-            raise StudentTimeout(f"{what} timed out after {seconds:g} s")
-        if not reply.get("ok"):
+            raise StudentTimeout(f"{what} {self._timeout_text(seconds)}")
+        if reply.get("ok") is not True:
             raise self._error(reply, what)
         return reply, reply_blob
 
     def _error(self, reply: dict, what: str) -> StudentError:
-        kind = reply.get("kind")
-        message = str(reply.get("message", ""))
-        if kind == "missing":
-            return MissingName(str(reply.get("name")))
+        """The StudentError a failure reply stands for; a reply that is not one the worker
+        sends (forged by student code) is the student's process misbehaving."""
+        kind = _text(reply.get("kind"))
+        message = _text(reply.get("message"))
+        if kind == "missing" and type(reply.get("name")) is str:
+            return MissingName(_text(reply.get("name")))
         if kind == "unsupported":
             return Unserializable(message)
         if kind == "interrupted":
-            return StudentTimeout(f"{what} timed out after {self.limits.call_seconds:g} s")
-        type_name = str(reply.get("type", "Error"))
-        line = reply.get("line") if type(reply.get("line")) is int else 0
-        where = f"{reply.get('label')}, line {line}" if line and reply.get("label") else (
-            f"line {line}" if line else "")
+            return StudentTimeout(f"{what} {self._timeout_text(self.limits.call_seconds)}")
+        type_name = _text(reply.get("type"), "Error")
+        line, label = _line(reply), _text(reply.get("label"))
+        where = f"{label}, line {line}" if line and label else (f"line {line}" if line else "")
         if kind == "memory":
             return StudentMemoryLimit(_located(f"{type_name}: {message}".rstrip(": "),
-                                               str(reply.get("label", "")), line, True))
-        if kind == "forbidden":
-            return ForbiddenImport(str(reply.get("module") or "?"))
-        if kind == "protocol":
-            raise RuntimeError(f"sandbox protocol error: {message}")
-        return StudentRaised(type_name, message, where)
+                                               label, line, True))
+        if kind == "forbidden" and reply.get("module") in FORBIDDEN_PACKAGES:
+            return ForbiddenImport(reply["module"])
+        if kind == "raised":
+            return StudentRaised(type_name, message, where)
+        self._discard_worker()
+        return StudentDied(f"{what} stopped: the submission's process sent a reply that "
+                           f"makes no sense (kind {kind[:40]!r})")
 
     def _decode(self, doc, blob: bytes):
         try:
@@ -256,12 +345,14 @@ class Sandbox:
 
     def has(self, name: str) -> bool:
         """Whether the submission defines the top-level name."""
-        reply, _ = self._request({"op": "has", "name": name}, b"", f"looking up `{name}`")
+        reply, _ = self._request({"op": "has", "name": name}, b"", f"looking up `{name}`",
+                                 False)
         return reply.get("value") is True
 
     def get(self, name: str) -> Any:
         """A plain-data copy of a top-level name; MissingName if it is not defined."""
-        reply, blob = self._request({"op": "get", "name": name}, b"", f"reading `{name}`")
+        reply, blob = self._request({"op": "get", "name": name}, b"", f"reading `{name}`",
+                                    False)
         return self._decode(reply.get("value"), blob)
 
     def call(self, name: str, *args, readonly: bool = False, **kwargs) -> Any:
@@ -280,7 +371,7 @@ class Sandbox:
             raise TypeError(f"cannot send this argument to the sandbox: {exc}") from None
         message = {"op": "call", "name": name, "args": doc, "readonly": readonly,
                    "return_inputs": want_inputs}
-        reply, reply_blob = self._request(message, blob, f"`{name}(...)`")
+        reply, reply_blob = self._request(message, blob, f"`{name}(...)`", True)
         result = self._decode(reply.get("value"), reply_blob)
         if not want_inputs:
             return result, (), {}
@@ -291,9 +382,12 @@ class Sandbox:
         return result, tuple(inputs[0]), inputs[1]
 
     def close(self) -> None:
-        """Kill the worker and every process the submission started."""
+        """Kill the worker and every process the submission started; remove its cgroup."""
         if self._worker is not None:
             self._worker.close(wait=True)
             self.cpu_seconds += self._worker.cpu_seconds
             self._worker = None
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
         self._closed = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
 import os
 import signal
 import sys
@@ -20,6 +21,10 @@ from .blocker import ImportBlocker, is_refusal
 
 MAX_MESSAGE_CHARS = 300
 PASSTHROUGH_MAGICS = ("time", "timeit", "capture", "prun")
+# Figures a cell leaves open are sent back as PNG, as Jupyter's inline backend shows them at
+# the end of a cell (the trusted side checks each one: `images.read_pngs`).
+MAX_FIGURES_PER_CELL = 4
+FIGURE_DPI = 72
 
 
 class IPythonStub:
@@ -200,7 +205,12 @@ class Worker:
                     "message": _short(str(exc)), "line": first_line, "label": label}, b""
         self.cell_files[filename] = first_line
         self._student(exec, code, self.namespace)
-        return {"ok": True}, b""
+        pngs = self._student(_open_figures_as_png)
+        spans, offset = [], 0
+        for png in pngs:
+            spans.append([offset, len(png)])
+            offset += len(png)
+        return {"ok": True, "images": spans}, b"".join(pngs)
 
     def op_has(self, request: dict, _blob: bytes):
         return {"ok": True, "value": str(request["name"]) in self.namespace}, b""
@@ -234,6 +244,33 @@ class Worker:
             reply["inputs"] = _shift_offsets(inputs, shifted)
             result_blob = bytes(result_blob) + bytes(inputs_blob)
         return reply, result_blob
+
+
+def _open_figures_as_png() -> list[bytes]:
+    """The figures the cell left open, as PNG bytes, then closed (like the inline backend).
+
+    Only when the student's code imported pyplot; a figure that cannot be drawn is skipped.
+    """
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return []
+    pngs = []
+    try:
+        numbers = list(pyplot.get_fignums())
+    except Exception:  # noqa: BLE001 - the student may have broken pyplot
+        return []
+    for number in numbers[:MAX_FIGURES_PER_CELL]:
+        buffer = io.BytesIO()
+        try:
+            pyplot.figure(number).savefig(buffer, format="png", dpi=FIGURE_DPI)
+        except Exception:  # noqa: BLE001 - a figure too large or broken: not shown
+            continue
+        pngs.append(bytes(buffer.getvalue()))
+    try:
+        pyplot.close("all")
+    except Exception:  # noqa: BLE001
+        pass
+    return pngs
 
 
 def _shift_offsets(doc, shift: int):

@@ -1,18 +1,26 @@
 """The zygote: a clean, pre-imported, isolated Python that forks one worker per submission.
 
-Started once per `SandboxPool` (shipped as source via stdin, see `pool.BOOTSTRAP`). It isolates
-itself (`isolation.enter_zygote`), imports numpy and matplotlib (Agg) and draws one throwaway
-heatmap so fonts and backends are loaded, then never runs student code. For each request on the
-control socket it forks one worker, the init of a new PID namespace (unshare(CLONE_NEWPID) then
-setns back, so a single fork suffices), which takes its own mount and IPC namespaces, rlimits
-and uid and serves the trusted side directly over the socket it was handed. The zygote replies
-with the worker's pid, watches it through a pidfd, kills it if the trusted side hangs up, and
-when it has exited reports its wait status and CPU time on the worker's socket.
+Started once per `SandboxPool` (shipped as source via stdin, see `pool.BOOTSTRAP`). It imports
+numpy and matplotlib (Agg) and draws one throwaway heatmap so fonts and backends are loaded.
+In mode ``namespaces`` it then decides its private root from what that import loaded
+(`rootfs.plan`), enters new namespaces (`isolation.enter_zygote`) and forks the zygote
+proper, the init of the new PID namespace, which builds the root, pivots into it and never
+runs student code; the first process only waits, as the trusted side's handle on it, so that
+killing either takes every worker along.
+
+For each request on the control socket the zygote forks one worker, the init of a new PID
+namespace (unshare(CLONE_NEWPID) then setns back, so one fork suffices). The worker joins its
+submission's cgroups, isolates itself (`isolation`), says "ready" (the trusted side learns its
+pid from the socket's credentials) and serves the trusted side directly over the socket it
+was handed. The zygote closes its own copy of that socket, watches the worker through a
+pidfd, kills it when the trusted side closes the worker's report pipe, and when it has
+exited writes its wait status and CPU time to that pipe, which student code never held.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import select
@@ -23,12 +31,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from . import codec, isolation
+from . import codec, isolation, kernel, landlock, rootfs, seccomp
 from .blocker import FORBIDDEN_PACKAGES, ImportBlocker
 from .worker import Worker
 
+FORBIDDEN_DISTRIBUTIONS = ("sdpa-course",)
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")
+SETUP_FAILED = 71
 
 
 def student_environment(workdir: str, tmpdir: str) -> dict[str, str]:
@@ -79,37 +89,45 @@ def _write(fd: int, message: dict) -> None:
         pass
 
 
-def _report(fd: int, message: dict) -> None:
-    """Send a small message without ever blocking the zygote (a full socket drops it)."""
-    try:
-        with socket.fromfd(fd, socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.send(codec.pack(message), socket.MSG_DONTWAIT)
-    except OSError:
-        pass
-
-
 def _inside(path: str, roots: tuple[str, ...]) -> bool:
     real = os.path.realpath(path or ".")
     return any(real == root or real.startswith(root + os.sep) for root in roots)
 
 
-def _worker_main(request: dict, channel_fd: int, out_fd: int, mode: str,
-                 blocker: ImportBlocker, workdir: str) -> None:
-    """In the forked worker: isolate, drop privileges, then serve the trusted side."""
+@dataclass
+class Setup:
+    """What every worker of this zygote needs to know about it."""
+
+    mode: str
+    spare_uids: bool = False  # root: each submission gets a spare uid of the zygote's namespace
+    held: tuple[str, ...] = ()  # runtime trees under the root's /tmp, bound into each worker's
+    landlock_abi: int = 0
+
+
+def _worker_main(request: dict, fds: list[int], setup: Setup, blocker: ImportBlocker,
+                 workdir: str) -> None:
+    """In the forked worker: join the cgroups, isolate, drop privileges, then serve."""
     limits = request["limits"]
     uid = int(request["uid"])
+    channel_fd, out_fd, cgroup_fds = fds[0], fds[1], fds[3:]
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    if mode == "namespaces":
-        isolation.unshare(isolation.CLONE_NEWNS | isolation.CLONE_NEWIPC)
-        workdir = isolation.setup_child_mounts(int(limits["disk_mb"]), uid)
-        tmpdir = "/tmp"
+    for fd in cgroup_fds:  # first: every process the submission starts is counted there
+        os.write(fd, b"0")
+        os.close(fd)
+    tmpdir = workdir
+    if setup.mode == isolation.NAMESPACES:
+        isolation.isolate_worker(int(limits["disk_mb"]), list(setup.held),
+                                 uid if setup.spare_uids else 0)
+        isolation.become_student(uid, setup.spare_uids)
+        workdir, tmpdir = isolation.WORKDIR, "/tmp"
     else:
         os.setsid()
-        tmpdir = workdir
-    isolation.apply_limits(limits, isolation.address_space_bytes(), mode)
-    if mode in ("namespaces", "uid"):
-        isolation.drop_privileges(uid)
-    isolation.die_with_parent()
+    isolation.apply_limits(limits, isolation.address_space_bytes(), setup.mode)
+    if setup.mode == isolation.NAMESPACES:
+        isolation.confine(setup.landlock_abi)
+        isolation.check_confined(uid, setup.spare_uids)
+    if kernel.LINUX:
+        kernel.die_with_parent(signal.SIGKILL)
     os.chdir(workdir)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -117,7 +135,7 @@ def _worker_main(request: dict, channel_fd: int, out_fd: int, mode: str,
     os.dup2(out_fd, 2)
     channel = os.dup(channel_fd)
     os.set_inheritable(channel, False)
-    # Close everything else: above all the zygote's sockets to other students' workers.
+    # Close everything else: the zygote's sockets to other workers above all.
     keep = sorted({0, 1, 2, channel})
     for low, high in zip(keep, keep[1:] + [os.sysconf("SC_OPEN_MAX")], strict=True):
         os.closerange(low + 1, high)
@@ -129,11 +147,15 @@ def _worker_main(request: dict, channel_fd: int, out_fd: int, mode: str,
         sys.stderr.reconfigure(line_buffering=True)
     except (AttributeError, ValueError):
         pass
-    blocker.hidden_paths = tuple(request.get("hidden", ())) if mode != "namespaces" else ()
-    blocker.degraded = mode != "namespaces"
-    sys.path[:] = [entry for entry in sys.path if not _inside(entry, blocker.hidden_paths)]
+    blocker.unsafe = setup.mode != isolation.NAMESPACES
+    blocker.hidden_paths = tuple(request.get("hidden", ())) if blocker.unsafe else ()
+    if blocker.hidden_paths:
+        sys.path[:] = [entry for entry in sys.path if not _inside(entry, blocker.hidden_paths)]
     blocker.install_finder()
     blocker.install_audit_hook()
+    # Before any student code: the trusted side takes this message's credentials as our pid.
+    _write(channel, {"op": "ready", "pidns": os.stat("/proc/self/ns/pid").st_ino
+                     if kernel.LINUX else 0})
     Worker(channel, blocker, int(limits["max_transfer_bytes"]),
            int(limits["max_str_chars"])).serve()
 
@@ -143,53 +165,53 @@ class _Child:
     """A worker the zygote watches."""
 
     pid: int
-    channel_fd: int  # the zygote's copy of the worker's socket: hang-ups and the exit report
-    uid: int
-    workdir: str  # degraded modes only: a host directory to remove
+    report_fd: int  # the trusted side reads the exit report here; its hang-up kills the worker
+    workdir: str  # unsafe-none only: a host directory to remove
     pidfd: int = -1
 
 
 class Zygote:
-    def __init__(self, control: socket.socket, mode: str, blocker: ImportBlocker,
+    def __init__(self, control: socket.socket, setup: Setup, blocker: ImportBlocker,
                  own_pid_namespace: int):
         self.control = control
-        self.mode = mode
+        self.setup = setup
         self.blocker = blocker
         self.children: dict[int, _Child] = {}  # by pid
         self.poller = select.poll()
         self.poller.register(control, select.POLLIN)
-        self.watched: dict[int, tuple[str, _Child]] = {}  # fd -> ("pidfd" | "channel", child)
+        self.watched: dict[int, tuple[str, _Child]] = {}  # fd -> ("pidfd" | "report", child)
         self.own_pid_namespace = own_pid_namespace
 
-    def spawn(self, request: dict, channel_fd: int, out_fd: int) -> int:
-        uid = int(request["uid"])
-        workdir = ""
-        if self.mode != "namespaces":
-            workdir = tempfile.mkdtemp(prefix="sdpa-sandbox-work-")
-            if self.mode == "uid":
-                os.chown(workdir, uid, uid)
-        else:
-            isolation.unshare(isolation.CLONE_NEWPID)  # the next child is a new namespace's init
+    def spawn(self, request: dict, fds: list[int]) -> int:
+        namespaces = self.setup.mode == isolation.NAMESPACES
+        workdir = "" if namespaces else tempfile.mkdtemp(prefix="sdpa-sandbox-work-")
+        if namespaces:
+            kernel.unshare(kernel.CLONE_NEWPID)  # the next child is a new namespace's init
         try:
             pid = os.fork()
         except OSError:
             pid = -1
-        if pid != 0 and self.mode == "namespaces":  # later children start from here again
-            isolation.setns(self.own_pid_namespace, isolation.CLONE_NEWPID)
+        if pid != 0 and namespaces:  # later children start from here again
+            kernel.setns(self.own_pid_namespace, kernel.CLONE_NEWPID)
         if pid < 0:
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
             raise OSError("the zygote could not fork a worker")
         if pid == 0:
             try:
-                _worker_main(request, channel_fd, out_fd, self.mode, self.blocker, workdir)
+                _worker_main(request, fds, self.setup, self.blocker, workdir)
             except BaseException as exc:  # noqa: BLE001 - report set-up failures, then die
-                _write(channel_fd, {"op": "setup-failed",
-                                    "message": f"{type(exc).__name__}: {exc}"})
-            os._exit(71)
-        os.close(out_fd)
-        child = _Child(pid, channel_fd, uid, workdir)
+                _write(fds[0], {"op": "setup-failed",
+                                "message": f"{type(exc).__name__}: {exc}"})
+            os._exit(SETUP_FAILED)
+        for index, fd in enumerate(fds):
+            if index != 2:
+                os.close(fd)
+        child = _Child(pid, fds[2], workdir)
+        os.set_blocking(child.report_fd, False)
         self.children[pid] = child
-        self.poller.register(channel_fd, 0)  # only POLLHUP/POLLERR: the requests are the worker's
-        self.watched[channel_fd] = ("channel", child)
+        self.poller.register(child.report_fd, 0)  # POLLERR: the trusted side let go of it
+        self.watched[child.report_fd] = ("report", child)
         try:
             child.pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
@@ -199,6 +221,11 @@ class Zygote:
             self.watched[child.pidfd] = ("pidfd", child)
         return pid
 
+    def _forget(self, fd: int) -> None:
+        if fd in self.watched:
+            self.poller.unregister(fd)
+            del self.watched[fd]
+
     def reap(self, child: _Child) -> bool:
         """If the worker has exited: clean up after it, report, forget it."""
         try:
@@ -207,20 +234,19 @@ class Zygote:
             done, status, usage = child.pid, -1, None
         if not done:
             return False
-        if self.mode != "namespaces":
+        if self.setup.mode != isolation.NAMESPACES:
             try:
                 os.killpg(child.pid, signal.SIGKILL)
             except OSError:
                 pass
-            if self.mode == "uid":
-                isolation.kill_uid(child.uid)
             shutil.rmtree(child.workdir, ignore_errors=True)
         cpu = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
-        _report(child.channel_fd, {"op": "exited", "status": status, "cpu_seconds": cpu})
-        for fd in (child.channel_fd, child.pidfd):
-            if fd in self.watched:
-                self.poller.unregister(fd)
-                del self.watched[fd]
+        try:
+            os.write(child.report_fd, json.dumps({"status": status, "cpu_seconds": cpu}).encode())
+        except OSError:
+            pass
+        for fd in (child.report_fd, child.pidfd):
+            self._forget(fd)
             if fd >= 0:
                 os.close(fd)
         del self.children[child.pid]
@@ -228,7 +254,7 @@ class Zygote:
 
     def handle_request(self) -> None:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(self.control, 1 << 16, 4)
+            data, fds, _flags, _addr = socket.recv_fds(self.control, 1 << 16, 8)
         except OSError:
             data, fds = b"", []
         if not data:  # the trusted process is gone: so are its workers
@@ -238,13 +264,12 @@ class Zygote:
                 except OSError:
                     pass
             os._exit(0)
-        if len(fds) != 2:
-            for fd in fds:
-                os.close(fd)
-            self.control.send(b'{"ok": false, "error": "expected two file descriptors"}')
-            return
         try:
-            pid = self.spawn(json.loads(data), fds[0], fds[1])
+            request = json.loads(data)
+            if len(fds) != 3 + int(request.get("cgroup_fds", 0)):
+                raise ValueError(f"expected {3 + int(request.get('cgroup_fds', 0))} file "
+                                 f"descriptors, got {len(fds)}")
+            pid = self.spawn(request, fds)
         except Exception as exc:  # noqa: BLE001 - the kit's failure, reported to the kit
             for fd in fds:
                 try:
@@ -256,21 +281,19 @@ class Zygote:
         self.control.send(json.dumps({"ok": True, "pid": pid}).encode())
 
     def serve(self) -> None:
-        polling = any(child.pidfd < 0 for child in self.children.values())
+        polling = False
         while True:
-            timeout = 200 if polling else None
-            for fd, events in self.poller.poll(timeout):
+            for fd, events in self.poller.poll(200 if polling else None):
                 if fd == self.control.fileno():
                     self.handle_request()
                     continue
                 kind, child = self.watched.get(fd, ("", None))
-                if kind == "channel" and events & (select.POLLHUP | select.POLLERR):
+                if kind == "report" and events & (select.POLLERR | select.POLLHUP):
                     try:
                         os.kill(child.pid, signal.SIGKILL)
                     except OSError:
                         pass
-                    self.poller.unregister(fd)  # keep the fd for the exit report
-                    del self.watched[fd]
+                    self._forget(fd)  # keep the fd: the report may still be written
                 elif kind == "pidfd":
                     self.reap(child)
             polling = False
@@ -279,34 +302,81 @@ class Zygote:
                     polling = True
 
 
+def _ask_for_maps(control: socket.socket) -> bool:
+    """Have the trusted side write our uid and gid maps; return whether spare uids exist."""
+    control.send(json.dumps({"op": "map"}).encode())
+    raw = control.recv(1 << 16)
+    answer = json.loads(raw) if raw else {"ok": False, "error": "the trusted side is gone"}
+    if not answer.get("ok"):
+        raise isolation.Unavailable(str(answer.get("error")))
+    return bool(answer.get("spare_uids"))
+
+
+def _become_init() -> None:
+    """Fork the zygote proper, init of the new PID namespace; this process waits for it."""
+    pid = os.fork()
+    if pid == 0:
+        kernel.die_with_parent(signal.SIGKILL)
+        return
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # above all the control socket
+    _, status = os.waitpid(pid, 0)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _forget_forbidden_modules() -> None:
+    for name in list(sys.modules):
+        if name.partition(".")[0] in FORBIDDEN_PACKAGES:
+            del sys.modules[name]
+
+
 def main(config: dict) -> None:
     blocker = ImportBlocker()
     blocker.install_finder()
     control = socket.socket(fileno=int(config["control_fd"]))
     hidden = [str(p) for p in config.get("hidden", ())]
+    setup = Setup(str(config["isolation"]))
     try:
-        # Opened before the chroot: the zygote's own root has no /proc.
-        own_pid_namespace = (os.open("/proc/self/ns/pid", os.O_RDONLY)
-                             if os.path.exists("/proc/self/ns/pid") else -1)
-        mode, warnings, root = isolation.enter_zygote(str(config["isolation"]), hidden,
-                                                      str(config.get("font_cache", "")))
-        mplconfig = isolation.ZYGOTE_MPLCONFIGDIR if mode == "namespaces" else tempfile.mkdtemp(
-            prefix="sdpa-sandbox-mpl-")
-        os.environ["MPLCONFIGDIR"] = mplconfig
+        cache = str(config.get("font_cache") or "")
+        scratch = "" if cache else tempfile.mkdtemp(prefix="sdpa-sandbox-mpl-")
+        os.environ["MPLCONFIGDIR"] = cache or scratch
+        before = set(sys.modules)
         preload()
-        for name in list(sys.modules):
-            if name.partition(".")[0] in FORBIDDEN_PACKAGES:
-                del sys.modules[name]
+        imported = set(sys.modules) - before
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        _forget_forbidden_modules()
+        own_pid_namespace = -1
+        if setup.mode == isolation.NAMESPACES:
+            layout = rootfs.plan(imported, hidden, FORBIDDEN_PACKAGES, FORBIDDEN_DISTRIBUTIONS)
+            answers = []
+            isolation.enter_zygote(lambda: answers.append(_ask_for_maps(control)))
+            setup.spare_uids = answers[0]
+            _become_init()
+            own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                rootfs.enter(rootfs.build(layout))
+            except OSError as exc:
+                raise isolation.Unavailable(f"could not build the private root ({exc})") from None
+            setup.held = tuple(sorted(os.listdir("/tmp")))
+            setup.landlock_abi = landlock.abi_version()
+        importlib.invalidate_caches()
+        sys.path_importer_cache.clear()
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.close(null)
-        zygote = Zygote(control, mode, blocker, own_pid_namespace)
+        zygote = Zygote(control, setup, blocker, own_pid_namespace)
+    except isolation.Unavailable as exc:
+        control.send(json.dumps({"ok": False, "unavailable": str(exc)}).encode())
+        os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - tell the trusted side why, then stop
         control.send(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
         raise
     gc.collect()
     gc.freeze()  # keep the pre-imported heap shared between the forks
-    control.send(json.dumps({"ok": True, "mode": mode, "warnings": warnings,
-                             "root": root, "pid": os.getpid()}).encode())
+    control.send(json.dumps({"ok": True, "mode": setup.mode, "pid": os.getpid(),
+                             "landlock": setup.landlock_abi,
+                             "seccomp": setup.mode == isolation.NAMESPACES
+                             and seccomp.available(),
+                             "spare_uids": setup.spare_uids}).encode())
     zygote.serve()

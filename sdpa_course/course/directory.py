@@ -15,7 +15,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK, REPORTS_DIRECTORY
 from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.variants import CourseVariants
 
@@ -81,4 +81,4 @@ class Course:
 
     @property
     def reports_dir(self) -> Path:
-        return self.root / "reports" / self.assignment
+        return self.root / REPORTS_DIRECTORY / self.assignment

@@ -4,7 +4,8 @@ Owns, in pipeline order (`grade` holds the order in one place): finding the subm
 checking each is this assignment's notebook (`submissions`); nbgrader's sanitising pass, then
 its autograding pass with the engine's scores, into one shared gradebook connection
 (`recording`, `gradebook`, `nbgrader_speedups`), and each student's feedback page
-(`feedback`); the engine run in local worker processes (`workers`) or on a Dask cluster
+(`feedback`, regenerated when the hand marks that `hand_marks` reads from the gradebook
+change); the engine run in local worker processes (`workers`) or on a Dask cluster
 (`dask_executor` on the instructor's side, `dask_worker` on each worker, `kit_version` to
 refuse a worker with another kit); the progress line (`progress`).
 

@@ -33,6 +33,7 @@ from distributed import Client
 from distributed.scheduler import KilledWorker
 
 from autograder.variants import DEFAULT, Variant
+from sdpa_course.engine_call import ISOLATED
 from sdpa_course.errors import KitError
 from sdpa_course.grading.dask_worker import PLUGIN_NAME, GradingPlugin, KitMismatch, grade_task
 from sdpa_course.grading.kit_version import kit_fingerprint
@@ -47,8 +48,10 @@ class DaskExecutor:
     workers."""
 
     def __init__(self, scheduler: str, *, retries: int = 1,
-                 connect_timeout: float | None = None, workers_timeout: float | None = None):
+                 connect_timeout: float | None = None, workers_timeout: float | None = None,
+                 isolation: str = ISOLATED):
         self.address = scheduler
+        self.isolation = isolation
         self.retries = retries
         self.connect_timeout = connect_timeout or CONNECT_SECONDS
         self.workers_timeout = workers_timeout or WORKERS_SECONDS
@@ -83,7 +86,7 @@ class DaskExecutor:
                            f"{self.workers_timeout:g} s: start some with `dask worker "
                            f"{self.address}`") from None
         try:
-            self.client.register_plugin(GradingPlugin(self.expected),
+            self.client.register_plugin(GradingPlugin(self.expected, self.isolation),
                                         name=PLUGIN_NAME)
         except KitMismatch as err:
             raise KitError(str(err)) from None

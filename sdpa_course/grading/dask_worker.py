@@ -14,8 +14,8 @@ from __future__ import annotations
 from distributed import WorkerPlugin, get_worker
 
 from autograder.variants import DEFAULT, Variant
-from sdpa_course.engine_call import grade_bytes, sandbox_pool
-from sdpa_course.errors import GradingFailed
+from sdpa_course.engine_call import ISOLATED, grade_bytes, require_isolation, sandbox_pool
+from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.grading.kit_version import kit_fingerprint, version_mismatch
 
 PLUGIN_NAME = "sdpa-course-grading"
@@ -31,27 +31,31 @@ def _refusal(expected: dict[str, str], where: str) -> str | None:
 
 
 class GradingPlugin(WorkerPlugin):
-    """Checks the worker's kit against the instructor's; keeps one sandbox pool per worker."""
+    """Checks the worker's kit against the instructor's and that it can isolate student code
+    (`isolation`, the instructor's: "unsafe-none" only for `--unsafe-no-isolation`); keeps
+    one sandbox pool per worker."""
 
     name = PLUGIN_NAME
 
-    def __init__(self, expected: dict[str, str]):
+    def __init__(self, expected: dict[str, str], isolation: str = ISOLATED):
         self.expected = dict(expected)
+        self.isolation = isolation
         self._pool = None
 
     def setup(self, worker) -> None:
         refusal = _refusal(self.expected, worker.address)
         if refusal:
             raise KitMismatch(refusal)
-        self._pool = sandbox_pool()
-        if self._pool is not None:
-            try:
-                self._pool.start(wait=False)  # the zygote boots while the first task travels
-            except Exception:  # no fork-server: the engine starts its sandbox per submission
-                self._pool = None
+        pool = sandbox_pool(self.isolation)
+        try:
+            require_isolation(pool)  # the zygote's start: refused here, not per task
+        except KitError as err:
+            raise KitMismatch(f"the Dask worker at {worker.address} refuses to grade: "
+                              f"{err}") from None
+        self._pool = pool
 
     def pool(self):
-        """The worker's sandbox pool (None: the engine starts a sandbox per submission)."""
+        """The worker's sandbox pool (None before setup)."""
         return self._pool
 
     def teardown(self, worker) -> None:

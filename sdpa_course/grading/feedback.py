@@ -1,4 +1,5 @@
-"""Writing a student's feedback HTML the way `nbgrader generate_feedback` does, but fast.
+"""Writing a student's feedback HTML the way `nbgrader generate_feedback` does, but fast,
+and bringing it up to date when a grader marks a written answer (`refresh_feedback`).
 
 Same preprocessors (the course's `GenerateFeedback.preprocessors`), same HTML exporter and
 template, same `feedback/<student>/<assignment>/<notebook>.html` layout (so `nbgrader
@@ -14,52 +15,46 @@ import re
 import shutil
 from pathlib import Path
 
-import jinja2
+import nbformat
 import nbgrader
 from nbconvert.exporters import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.converters import GenerateFeedback
-from nbgrader.utils import find_all_files
 from traitlets.config import Config
 
 from sdpa_course.course.directory import Course
+from sdpa_course.grading.submissions import copy_regular_files
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
+from sdpa_course.reports.records import GRADED, save_record
 
-_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")
+_WHITESPACE_SPAN = re.compile(r'<span class="w">([^<]*)</span>')  # linear: no nesting
 
 
 class ClassFeedbackExporter(FeedbackExporter):
     """nbconvert's HTMLExporter for a whole class in a row: same template, same page.
 
     Most cells are the same in every student's notebook (the lesson, the self-checks), so
-    code highlighting and markdown rendering are cached by source. nbconvert's last pass
-    parses the whole page with BeautifulSoup only to add `alt` to images without one and
-    `tabindex` to JupyterLab-template cells; the classic template the feedback uses has no
-    such cells, and the `alt` is added here by a regular expression.
+    code highlighting is cached by source (markdown is cached by `student_html` itself).
+    nbconvert's last pass parses the whole page with BeautifulSoup only to add `alt` to images
+    without one and `tabindex` to JupyterLab-template cells; the kit's template gives every
+    image its alt text and has no such cells, so that pass is skipped.
     """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._highlighted: dict = {}
-        self._markdown: dict = {}
-
-    @jinja2.pass_context
-    def markdown2html(self, context, source):
-        cell = context.get("cell", {})
-        if cell.get("attachments"):
-            return super().markdown2html(context, source)
-        path = context.get("resources", {}).get("metadata", {}).get("path", "")
-        key = (source, path)
-        if key not in self._markdown:
-            self._markdown[key] = super().markdown2html(context, source)
-        return self._markdown[key]
 
     def _cached_highlight(self, highlight):
         def highlight_code(source, language=None, metadata=None):
             key = (source, language, (metadata or {}).get("magics_language"))
             if key not in self._highlighted:
-                self._highlighted[key] = highlight(source, language, metadata)
+                if len(self._highlighted) > 4096:  # a class of hostile notebooks: bounded
+                    self._highlighted.clear()
+                # pygments wraps every run of spaces in a span of its own: plain text is
+                # the same on the page at a third of the size
+                self._highlighted[key] = _WHITESPACE_SPAN.sub(
+                    r"\1", highlight(source, language, metadata))
             return self._highlighted[key]
 
         return highlight_code
@@ -72,10 +67,7 @@ class ClassFeedbackExporter(FeedbackExporter):
         self.register_filter("highlight_code", highlight)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources))
-        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-        html = _IMG_WITHOUT_ALT.sub(
-            '<img alt="No description has been provided for this image"', html)
-        return html, resources
+        return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
 
 def feedback_exporter(course: Course):
@@ -128,12 +120,37 @@ class FeedbackWriter:
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
         # like generate_feedback: the other files of the autograded folder (timestamp.txt)
-        ignore = [*course.coursedir.ignore, "*.ipynb"]
-        for name in find_all_files(str(source), ignore) if source.is_dir() else []:
-            target = dest / Path(name).relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(name, target)
+        copy_regular_files(source, dest, [*course.coursedir.ignore, "*.ipynb"])
         out = dest / f"{course.notebook}.html"
         out.write_text(html, encoding="utf-8")
         os.chmod(out, 0o644)
         return out
+
+
+def refresh_feedback(course: Course, class_records: dict[str, dict], marks: dict[str, dict],
+                     *, force: bool = False) -> list[str]:
+    """Regenerate the pages of graded students whose hand marks changed since their page was
+    written (or whose page is missing; every graded student's with `force`); their records
+    note the marks now shown. Needs nbgrader's gradebook open (`shared_gradebook`)."""
+    stale = []
+    for student, record in class_records.items():
+        if record.get("status") != GRADED or student not in marks:
+            continue
+        page = course.folder("feedback", student) / f"{course.notebook}.html"
+        if force or not page.is_file() or record.get("feedback_marks") != \
+                marks[student]["fingerprint"]:
+            stale.append(student)
+    if not stale:
+        return []
+    writer = FeedbackWriter(course)
+    refreshed = []
+    for student in stale:
+        autograded = course.folder("autograded", student) / f"{course.notebook}.ipynb"
+        if not autograded.is_file():
+            continue  # graded elsewhere and not here: nothing to render from
+        writer.write(student, nbformat.read(str(autograded), as_version=4))
+        record = class_records[student]
+        record["feedback_marks"] = marks[student]["fingerprint"]
+        save_record(course.reports_dir, record)
+        refreshed.append(student)
+    return refreshed

@@ -16,6 +16,11 @@ The pipeline, in order (each step its own module):
 
 A student the kit cannot grade is `failed` with a reason: kept out of the gradebook's scores,
 listed in the report and in `--json`, and the exit status is 1.
+
+Student code runs only in the sandbox's isolation: where this machine refuses it, `grade`
+stops before grading anyone and says what to do (`KitError`). `--unsafe-no-isolation`
+(`isolation="unsafe-none"`) grades anyway; the class result, the summary, the class report
+and every student's report then say so.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +38,13 @@ from traitlets import Float
 from traitlets.config import Configurable
 
 from autograder.engine import grade_submission
+from autograder.sandbox import Limits
 from sdpa_course.course.directory import Course
-from sdpa_course.engine_call import Engine
+from sdpa_course.engine_call import ISOLATED, UNSAFE, Engine, require_isolation, sandbox_pool
 from sdpa_course.errors import GradingFailed, KitError
+from sdpa_course.grading.feedback import refresh_feedback
 from sdpa_course.grading.gradebook import has_submission, shared_gradebook
+from sdpa_course.grading.hand_marks import class_marks, gradebook_students, student_marks
 from sdpa_course.grading.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
 from sdpa_course.grading.progress import Progress
 from sdpa_course.grading.recording import SubmissionRecorder
@@ -45,6 +54,7 @@ from sdpa_course.grading.workers import WorkerPool
 from sdpa_course.nbgrader_ext.variants import CourseVariants
 from sdpa_course.reports import records
 from sdpa_course.reports.class_report import write_class_report
+from sdpa_course.reports.safe_text import for_terminal
 
 
 class ClassGrading(Configurable):
@@ -53,8 +63,26 @@ class ClassGrading(Configurable):
     submission_deadline = Float(
         300.0,
         help="Seconds a worker may spend on one submission before it is stopped and the "
-             "submission reported as failed (the engine's own limits apply per call).",
+             "submission reported as failed: a backstop for the kit itself, above the "
+             "sandbox's own budget per submission (Limits.submission_seconds), after which "
+             "a submission is graded with its time-outs.",
     ).tag(config=True)
+
+
+def _deadline(settings: ClassGrading) -> float:
+    """The configured deadline, refused if it would cut the sandbox's own budget short."""
+    budget = Limits().submission_seconds
+    if settings.submission_deadline <= budget + DEADLINE_MARGIN:
+        raise KitError(f"ClassGrading.submission_deadline must stay above the sandbox's budget "
+                       f"per submission ({budget:g} s) plus {DEADLINE_MARGIN:g} s for the rest "
+                       f"of its grading, not {settings.submission_deadline:g}")
+    return settings.submission_deadline
+
+
+DEADLINE_MARGIN = 60.0  # the suites, diagnoses and recording around a submission's budget
+UNSAFE_NOTE = ("UNSAFE: graded with --unsafe-no-isolation: student code ran without the "
+               "sandbox's isolation, as the grader, able to read and change its files and "
+               "reach the network")
 
 
 @dataclass
@@ -63,8 +91,13 @@ class ClassResult:
 
     assignment: str
     records: dict[str, dict]
-    graded_now: list[str] = field(default_factory=list)
+    graded_now: list[str] = field(default_factory=list)  # finished in this run, failed too
     reports: dict[str, Path] = field(default_factory=dict)
+    refreshed: list[str] = field(default_factory=list)  # feedback regenerated for hand marks
+    missing: list[str] = field(default_factory=list)  # in the gradebook, nothing submitted
+    marks: dict[str, dict] = field(default_factory=dict)  # the gradebook's hand marks
+    isolation: str = ISOLATED  # "unsafe-none" after --unsafe-no-isolation
+    note: str = ""  # heads the class report: how this run graded, when an instructor must know
 
     @property
     def failed(self) -> list[str]:
@@ -75,11 +108,14 @@ class ClassResult:
         keys = ("status", "score", "max_score", "exercises", "variant", "error")
         return {
             "assignment": self.assignment,
+            "isolation": self.isolation,
             "students": {
                 student: {key: record.get(key) for key in keys}
-                | {"warnings": record.get("warnings", [])}
+                | {"warnings": record.get("warnings", []),
+                   "hand_graded": self.marks.get(student, {}).get("written", {})}
                 for student, record in sorted(self.records.items())
             },
+            "missing": list(self.missing),
         }
 
 
@@ -143,7 +179,7 @@ class _GradingRun:
                 path, self.notes[submission.student] = self.recorder.prepare(submission)
             except GradingFailed as err:
                 self.finish(records.failed_record(submission.student, str(err),
-                                                  submission.fingerprint()))
+                                                  submission.fingerprint()), timed=False)
                 continue
             # the folder's student id, never the one the notebook claims
             self.pool.submit(submission.student, path,
@@ -179,94 +215,183 @@ class _GradingRun:
         else:
             self.finish(records.graded_record(outcome.key, outcome.report, fingerprint, notes))
 
-    def finish(self, record: dict) -> None:
+    def finish(self, record: dict, *, timed: bool = True) -> None:
         student = record["student"]
         if not record.get("variant"):  # a failed student: still say whose numbers were due
             record["variant"] = self.variants.variant(student, self.course.assignment).public()
         if record["status"] == records.FAILED:
             note = self.recorder.forget(student)
             record["warnings"] = [*record["warnings"], f"gradebook: {note}"]
+        else:  # the hand marks its feedback shows (a later change regenerates it)
+            marks = student_marks(self.recorder.gradebook, self.course.assignment,
+                                  self.course.notebook, student)
+            record["feedback_marks"] = marks["fingerprint"] if marks else None
         records.save_record(self.course.reports_dir, record)  # last: the student is done
         self.result.records[student] = record
         self.result.graded_now.append(student)
-        self.progress.advance()
+        self.progress.advance(timed=timed)
 
 
 def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = False,
                  progress_stream=None, scheduler: str | None = None,
-                 engine: Engine = grade_submission) -> ClassResult:
+                 engine: Engine = grade_submission, isolation: str = ISOLATED) -> ClassResult:
     """Grade every submission of the course; the plain function behind `sdpa-course grade`.
 
     The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
     at `scheduler` (`sdpa_course.grading.dask_executor`); the rest of the pipeline is the same.
     `engine` grades one notebook file: the kit's own unless a test passes a stand-in (local
     processes only: Dask workers always run the kit's engine, as installed on them).
+    `isolation` is the sandbox's: KitError before anyone is graded where this machine (or a
+    Dask worker) refuses "namespaces"; "unsafe-none" is `--unsafe-no-isolation`.
     """
     if scheduler and engine is not grade_submission:
         raise ValueError("a stand-in engine grades in local processes only, not on Dask workers")
+    started = time.monotonic()  # the progress line's clock: the whole run, start-up included
+    if isolation not in (ISOLATED, UNSAFE):
+        raise ValueError(f"isolation must be {ISOLATED!r} or {UNSAFE!r}, not {isolation!r}")
     course = Course.open(course_dir)
     submitted = course.root / course.coursedir.submitted_directory
     submissions = find_submissions(submitted, course.assignment, course.notebook)
     if not submissions:
         raise KitError(f"no submissions: nothing under {submitted}/<student>/{course.assignment}/")
-    result = ClassResult(course.assignment, {})
+    result = ClassResult(course.assignment, {}, isolation=isolation)
     settings = ClassGrading(config=course.config)
     variants = CourseVariants(config=course.config)
     variants.numbers_key()  # a malformed seed stops the run here, before anything is written
+    probe = None  # the kit's sandbox, started while the gradebook is read: refused before
+    if not scheduler and engine is grade_submission:  # any worker starts, where unavailable
+        deadline = _deadline(settings)
+        probe = sandbox_pool(isolation)
+        probe.start(wait=False)
+    else:
+        deadline = settings.submission_deadline
     with warnings.catch_warnings():
         _quiet_known_warnings()
-        todo, result.records = _recorded(course, submissions, force, variants)
+        try:
+            todo, result.records = _recorded(course, submissions, force, variants)
+            if todo and probe is not None:
+                require_isolation(probe)
+        finally:
+            if probe is not None:
+                probe.close()
         if todo:
             if scheduler:
                 # deferred: Dask is an optional extra, needed only with --scheduler
                 from sdpa_course.grading.dask_executor import DaskExecutor
 
-                executor = DaskExecutor(scheduler)
+                executor = DaskExecutor(scheduler, isolation=isolation)
             else:
                 executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
-                                      deadline=settings.submission_deadline, engine=engine)
+                                      deadline=deadline, engine=engine, isolation=isolation)
             # workers first: they start before the gradebook connection exists
             with executor as pool, \
                     shared_gradebook(course.db_url, course.course_id) as gradebook, \
                     quick_sqlite_commits(gradebook), schema_checked_once(), \
-                    Progress(len(todo), stream=progress_stream) as progress:
+                    Progress(len(todo), stream=progress_stream, started=started) as progress:
                 recorder = SubmissionRecorder(course, gradebook)
                 _GradingRun(course, recorder, pool, progress, result, variants).grade(todo)
 
     result.records = dict(sorted(result.records.items()))
-    result.reports = write_class_report(result.records, course.reports_dir, course.assignment)
+    with warnings.catch_warnings():
+        _quiet_known_warnings()
+        after_grading(course, result)
     return result
 
 
+def after_grading(course: Course, result: ClassResult, *, force_feedback: bool = False) -> None:
+    """Feedback brought up to date with the gradebook's hand marks, then the report.
+
+    A grader who marked `ex2_explain` in formgrader changed the gradebook, not the page: every
+    graded student whose marks (or comments, or late penalty) differ from those their page was
+    written with gets a new page (all of them with `force_feedback`).
+    """
+    unsafe = [s for s, r in result.records.items() if r.get("isolation") == UNSAFE]
+    result.note = f"{UNSAFE_NOTE} (students: {', '.join(unsafe)})" if unsafe else ""
+    with shared_gradebook(course.db_url, course.course_id) as gradebook:
+        graded = [s for s, r in result.records.items() if r["status"] == records.GRADED]
+        result.marks = class_marks(gradebook, course.assignment, course.notebook, graded)
+        result.refreshed = refresh_feedback(course, result.records, result.marks,
+                                            force=force_feedback)
+        result.missing = [s for s in gradebook_students(gradebook) if s not in result.records]
+    result.reports = write_class_report(result.records, course.reports_dir, course.assignment,
+                                        marks=result.marks, missing=result.missing,
+                                        notebook=course.notebook, note=result.note)
+
+
 def _print_summary(result: ClassResult, stream) -> None:
-    width = max([len(s) for s in result.records] + [7])
+    """The table of results; every student-controlled string escaped for the terminal."""
+    if result.isolation == UNSAFE:
+        print(UNSAFE_NOTE + "\n", file=stream)
+    ids = {student: for_terminal(student) for student in result.records}
+    width = max([len(s) for s in ids.values()] + [7])
     print(f"{'student':<{width}}  {'status':<7}  {'score':>11}  notes", file=stream)
     for student, record in result.records.items():
         if record["status"] == records.GRADED:
             score = f"{record['score']:g} / {record['max_score']:g}"
-            notes = ", ".join(sorted({code for ex in record["exercises"].values()
-                                      for code in ex.get("diagnoses") or []}))
+            notes = ", ".join(sorted({f"{ex}: {code}" for ex, result_ in
+                                      record["exercises"].items()
+                                      for code in result_.get("diagnoses") or []}))
+            written = result.marks.get(student, {}).get("written", {})
+            pending = [name for name, mark in written.items() if mark["score"] is None]
+            if pending:
+                notes += ("; " if notes else "") + f"pending hand grading: {', '.join(pending)}"
         else:
-            score, notes = "-", record["error"]
-        print(f"{student:<{width}}  {record['status']:<7}  {score:>11}  {notes}", file=stream)
+            score, notes = "-", record["error"] or ""
+        print(f"{ids[student]:<{width}}  {record['status']:<7}  {score:>11}  "
+              f"{for_terminal(notes)}", file=stream)
+    for student in result.missing:
+        print(f"{for_terminal(student):<{width}}  {'missing':<7}  {'-':>11}  "
+              "in the gradebook, nothing submitted", file=stream)
+    now = [result.records[s] for s in result.graded_now if s in result.records]
+    graded_now = sum(1 for r in now if r["status"] == records.GRADED)
+    failed_now = len(now) - graded_now
     graded = len(result.records) - len(result.failed)
-    print(f"\n{graded} graded, {len(result.failed)} failed "
-          f"({len(result.graded_now)} graded in this run, the rest already recorded).",
+    earlier = len(result.records) - len(now)
+    print(f"\n{graded} graded, {len(result.failed)} failed"
+          + (f", {len(result.missing)} missing" if result.missing else "")
+          + f". This run: {graded_now} graded, {failed_now} failed; {earlier} already recorded.",
           file=stream)
+    if result.refreshed:
+        print(f"Feedback regenerated for new hand marks: "
+              f"{', '.join(for_terminal(s) for s in result.refreshed)}", file=stream)
     for name, path in result.reports.items():
-        print(f"{name}: {path}", file=stream)
+        print(f"{name}: {for_terminal(str(path))}", file=stream)
 
 
 def grade_class(
     course_dir: Path, *, workers: int | None = None, force: bool = False, as_json: bool = False,
     scheduler: str | None = None, engine: Engine = grade_submission,
+    isolation: str = ISOLATED,
 ) -> int:
     """`sdpa-course grade`: exit status 0 when every student is graded, 1 when any failed."""
     result = grade_course(Path(course_dir), workers=workers, force=force, scheduler=scheduler,
-                          engine=engine)
+                          engine=engine, isolation=isolation)
     if as_json:
         json.dump(result.as_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         _print_summary(result, sys.stdout)
     return 1 if result.failed else 0
+
+
+def feedback_class(course_dir: Path, *, force: bool = False) -> int:
+    """`sdpa-course feedback`: bring every graded student's feedback page up to date with the
+    gradebook's hand marks and comments (all pages with `force`), and rewrite the report.
+
+    Grades nothing: students not yet graded need `sdpa-course grade`. Exit status 0.
+    """
+    course = Course.open(Path(course_dir))
+    result = ClassResult(course.assignment, dict(sorted(
+        records.load_records(course.reports_dir).items())))
+    if not result.records:
+        raise KitError(f"no student graded yet in {course.reports_dir}: run `sdpa-course grade`")
+    with warnings.catch_warnings():
+        _quiet_known_warnings()
+        after_grading(course, result, force_feedback=force)
+    pages = ", ".join(for_terminal(s) for s in result.refreshed) or "none"
+    print(f"Feedback regenerated for {len(result.refreshed)} students: {pages}")
+    print("Release it to students with: nbgrader release_feedback "
+          f"{for_terminal(course.assignment)}")
+    for name, path in result.reports.items():
+        print(f"{name}: {for_terminal(str(path))}")
+    return 0

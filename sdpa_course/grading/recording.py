@@ -14,10 +14,9 @@ import shutil
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
-from nbgrader.utils import find_all_files
 from traitlets.utils.importstring import import_item
 
 from sdpa_course.assignment import METADATA_KEY
@@ -25,7 +24,11 @@ from sdpa_course.course.directory import Course
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.grading.feedback import FeedbackWriter
 from sdpa_course.grading.gradebook import clear_failed_submission
-from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+from sdpa_course.grading.submissions import (
+    Submission,
+    copy_regular_files,
+    read_submitted_notebook,
+)
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
 
 
@@ -96,12 +99,13 @@ class SubmissionRecorder:
         dest.mkdir(parents=True)
         # as nbgrader does: the submission's other files (timestamp.txt, data), then the
         # source's own files over them, minus the course's ignore patterns
+        # (never through a symbolic link: see copy_regular_files)
         ignore = [*self.course.coursedir.ignore, "*.ipynb"]
         for folder in (submission.folder, self.source_dir):
-            for name in find_all_files(str(folder), ignore) if folder.is_dir() else []:
-                target = dest / Path(name).relative_to(folder)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(name, target)
+            skipped = copy_regular_files(folder, dest, ignore)
+            if skipped and folder == submission.folder:
+                warnings = [*warnings, "not copied (symbolic links or special files): "
+                            + ", ".join(sorted(skipped)[:5])]
         resources = self._resources(submission.student, submission.folder)
         try:
             for step in self.sanitize_steps:
@@ -129,8 +133,28 @@ class SubmissionRecorder:
         resources[METADATA_KEY] = {"report": report}
         for step in self.autograde_steps:
             nb, resources = step(nb, resources)
+        self._unanswered_written_answers_to_mark(student)
         _write(nb, path)
         return self.feedback.write(student, nb)
+
+    def _unanswered_written_answers_to_mark(self, student: str) -> None:
+        """nbgrader scores a written answer left as the release's stub 0 automatically and
+        hides it from manual grading; here it stays to be marked by a person (pending, not 0,
+        and flagged in formgrader), unless someone already marked it."""
+        try:
+            nb = self.gradebook.find_submission_notebook(
+                self.course.notebook, self.course.assignment, student)
+        except MissingEntry:
+            return
+        changed = False
+        for grade in nb.grades:
+            if (grade.cell.cell_type == "markdown" and grade.manual_score is None
+                    and grade.auto_score is not None):
+                grade.auto_score = None
+                grade.needs_manual_grade = True
+                changed = True
+        if changed:
+            self.gradebook.db.commit()
 
     def forget(self, student: str) -> str:
         """A failed student: nothing stale left behind, no score of 0 in the gradebook."""

@@ -8,16 +8,22 @@ graded cells are not fatal: nbgrader restores them from the gradebook; they are 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import find_all_files
 
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.errors import GradingFailed
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE, embedded_key
 
 TIMESTAMP_FILE = "timestamp.txt"
+MAX_NOTEBOOK_BYTES = 20 * 2**20  # far above any real notebook of this assignment
 
 
 @dataclass(frozen=True)
@@ -30,9 +36,25 @@ class Submission:
         """Changes when the student submits again (notebook bytes or timestamp)."""
         digest = hashlib.sha256()
         for path in (self.notebook, self.folder / TIMESTAMP_FILE):
-            digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+            digest.update(_fingerprint_bytes(path))
             digest.update(b"\0")
         return digest.hexdigest()
+
+
+def _fingerprint_bytes(path: Path) -> bytes:
+    """A regular file's bytes; for a link, a FIFO or a device only what it is (never read
+    through: a link to /dev/zero would never end)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return b"<missing>"
+    if stat.S_ISLNK(info.st_mode):
+        return b"<link>" + os.fsencode(os.readlink(path))
+    if not stat.S_ISREG(info.st_mode):
+        return b"<special>"
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        return b"<large>" + str((info.st_size, info.st_mtime_ns)).encode()
+    return path.read_bytes()
 
 
 def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> list[Submission]:
@@ -58,6 +80,50 @@ def _edited(grade_id: str, submitted: str, released: str) -> bool:
     return submitted.strip() != released.strip()
 
 
+def copy_regular_files(source: Path, dest: Path, ignore: list[str]) -> list[str]:
+    """Copy `source`'s files into `dest` as nbgrader does (its ignore globs), but never
+    through a symbolic link: a link in a submission (to a classmate's work, the gradebook, the
+    grader's home) is skipped, not followed. The relative paths skipped are returned."""
+    skipped = []
+    if source.is_symlink() or not source.is_dir():
+        return skipped
+    for name in find_all_files(str(source), ignore):  # os.walk: linked folders not entered
+        path = Path(name)
+        relative = path.relative_to(source)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            skipped.append(str(relative))
+            continue
+        target = dest / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target, follow_symlinks=False)
+    return skipped
+
+
+def symlink_in(submission: Submission) -> Path | None:
+    """The first of the submission's folders or notebook that is a symbolic link, if any."""
+    for path in (submission.folder.parent, submission.folder, submission.notebook):
+        if path.is_symlink():
+            return path
+    return None
+
+
+def json_break(path: Path) -> str:
+    """Where a notebook's JSON breaks: `line 12, column 5 (Expecting ',' delimiter)`, or ""."""
+    try:
+        json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as err:
+        return f"byte {err.start} is not UTF-8 text"
+    except json.JSONDecodeError as err:
+        return f"line {err.lineno}, column {err.colno} ({err.msg})"
+    except (OSError, ValueError, RecursionError):
+        return ""
+    return ""
+
+
 def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_ids: set[str],
                             locked_sources: dict[str, str] | None = None):
     """The notebook and the warnings worth telling the instructor; GradingFailed if hopeless.
@@ -67,13 +133,24 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
     `locked_sources` the release's locked cells (reported when edited: nbgrader restores them).
     """
     path = submission.notebook
+    link = symlink_in(submission)
+    if link is not None:
+        raise GradingFailed(f"{link.name} in the submission is a symbolic link; links are not "
+                            "followed: hand in the notebook itself")
     if not path.is_file():
         others = sorted(p.name for p in submission.folder.glob("*.ipynb"))
         found = f" (found: {', '.join(others)})" if others else ""
         raise GradingFailed(f"no {path.name} in the submission{found}")
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise GradingFailed(f"{path.name} is {path.stat().st_size // 2**20} MB, more than the "
+                            f"{MAX_NOTEBOOK_BYTES // 2**20} MB a notebook may have")
     try:
         nb = nbformat.read(str(path), as_version=4)
     except Exception as err:  # broken JSON, not a notebook, unknown nbformat
+        where = json_break(path)
+        if where:
+            raise GradingFailed(f"{path.name} is not a readable notebook: its JSON breaks at "
+                                f"{where}. Reopen it in Jupyter or download it again.") from None
         message = " ".join(str(err).split())[:300]
         raise GradingFailed(f"{path.name} is not a readable notebook: {message}") from None
     present = {

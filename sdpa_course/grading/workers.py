@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autograder.engine import grade_submission
 from autograder.variants import DEFAULT, Variant
-from sdpa_course.engine_call import Engine, grade_path, sandbox_pool
+from sdpa_course.engine_call import ISOLATED, Engine, grade_path, sandbox_pool
 from sdpa_course.errors import GradingFailed
 
 
@@ -34,9 +34,9 @@ class Outcome:
     retry: bool = False  # the failure came from the kit, not the submission: grade again later
 
 
-def _worker_main(conn, engine: Engine) -> None:
+def _worker_main(conn, engine: Engine, isolation: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    pool = sandbox_pool()
+    pool = sandbox_pool(isolation)
     try:
         while True:
             try:
@@ -56,14 +56,13 @@ def _worker_main(conn, engine: Engine) -> None:
                 conn.send(Outcome(key, error=f"the kit failed while grading: "
                                               f"{type(err).__name__}: {err}", retry=True))
     finally:
-        if pool is not None:
-            pool.close()
+        pool.close()
 
 
 class _Worker:
-    def __init__(self, context, engine: Engine):
+    def __init__(self, context, engine: Engine, isolation: str):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, engine))
+        self.process = context.Process(target=_worker_main, args=(child, engine, isolation))
         self.process.start()
         child.close()
         self.task: tuple[str, str, dict] | None = None
@@ -96,13 +95,16 @@ class WorkerPool:
     """`submit(key, path, variant)` then `poll()` for outcomes until `busy` is False.
 
     `engine` grades one notebook file in a worker: `autograder.engine.grade_submission`
-    unless a test passes a stand-in.
+    unless a test passes a stand-in. `isolation` is the workers' sandbox pools' (the caller
+    checked it is available: `engine_call.require_isolation`). `deadline` is a backstop for
+    a worker stuck outside the sandbox: each submission's own budget is the sandbox's.
     """
 
     def __init__(self, workers: int | None, *, deadline: float,
-                 engine: Engine = grade_submission):
+                 engine: Engine = grade_submission, isolation: str = ISOLATED):
         self.size = max(1, workers or os.cpu_count() or 1)
         self.engine = engine
+        self.isolation = isolation
         self.deadline = deadline
         # fork: no re-import of the caller's main module, and a quick start; the pool is
         # entered before the gradebook is opened, so no database connection is inherited.
@@ -113,7 +115,7 @@ class WorkerPool:
 
     def __enter__(self) -> WorkerPool:
         while len(self.workers) < self.size:
-            self.workers.append(_Worker(self.context, self.engine))
+            self.workers.append(_Worker(self.context, self.engine, self.isolation))
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -131,7 +133,7 @@ class WorkerPool:
         while self.queue:
             idle = next((w for w in self.workers if w.task is None), None)
             if idle is None and len(self.workers) < self.size:
-                idle = _Worker(self.context, self.engine)
+                idle = _Worker(self.context, self.engine, self.isolation)
                 self.workers.append(idle)
             if idle is None:
                 return

@@ -13,6 +13,11 @@ preprocessor writes each graded cell's outputs from the engine's report, so nbgr
 A graded cell left without outputs would count as full marks, so every autograded cell gets
 one, and a cell naming no exercise of the report stops the submission instead.
 
+Every other code cell gets what it printed and drew when the engine ran it (the report's
+`outputs`: text, and figures as PNG already checked by the sandbox), and a cell that did not
+run cleanly a line saying so, so that formgrader and the feedback show the student's own
+results, the causal heatmap included.
+
 `sdpa-course grade` grades in worker processes and hands the report in through
 `resources["sdpa_course"]["report"]`; a plain `nbgrader autograde` has none, and the engine
 is then called here, as the variant of the student nbgrader is grading (the folder's id).
@@ -45,6 +50,50 @@ def cell_score(score: float, max_score: float, points: float) -> float:
     """The engine's score in the cell's points, clamped to [0, points]."""
     scaled = score if max_score == points else score * points / max_score if max_score else 0.0
     return round(min(max(float(scaled), 0.0), float(points)), 6)
+
+
+GRADER_NOTE = "[grader] "
+
+
+def figure_alt(cell_label: str, number: int, has_text: bool) -> str:
+    """Alt text of a figure a cell drew (the page has no other description of it)."""
+    alt = f"Figure {number} drawn by {cell_label} when it was graded"
+    return alt + ("; what the cell printed (the numbers, if it printed them) is below it"
+                  if has_text else "")
+
+
+def cell_outputs(shown: dict | None, failed: dict | None) -> list:
+    """A student's cell outputs from the report: text, figures, then why it stopped."""
+    outputs = []
+    if shown:
+        # figures first: the inline backend shows them at plt.show(), before later prints
+        text = str(shown.get("text") or "")
+        for number, png in enumerate(shown.get("images") or [], start=1):
+            if isinstance(png, str):
+                outputs.append(new_output(
+                    "display_data", data={"image/png": png},
+                    metadata={"image/png": {"alt": figure_alt(str(shown.get("cell", "this cell")),
+                                                              number, bool(text))}}))
+        if text:
+            outputs.append(new_output("stream", name="stdout", text=text))
+    if failed:
+        outputs.append(new_output(
+            "stream", name="stderr",
+            text=f"{GRADER_NOTE}this cell did not run to the end ({failed.get('status')}): "
+                 f"{failed.get('error') or failed.get('status')}\n"))
+    return outputs
+
+
+def put_cell_outputs(nb, report: dict) -> None:
+    """Each code cell the engine ran gets its outputs (by the cell's index in the notebook)."""
+    shown = {o.get("index"): o for o in report.get("outputs") or [] if isinstance(o, dict)}
+    failed = {c.get("index"): c for c in report.get("cells") or [] if isinstance(c, dict)}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or is_autograded_cell(cell):
+            continue
+        outputs = cell_outputs(shown.get(index), failed.get(index))
+        if outputs:
+            cell.outputs = outputs
 
 
 def graded_outputs(exercise: str, result: dict, points: float) -> list:
@@ -80,6 +129,8 @@ class EngineGrades(NbGraderPreprocessor):
             points = float(cell.metadata["nbgrader"]["points"])
             cell.outputs = graded_outputs(exercise, exercises[exercise], points)
             cell.execution_count = 1
+            cell.metadata[METADATA_KEY] = {"exercise": exercise}
+        put_cell_outputs(nb, report)
         nb.metadata[METADATA_KEY] = {"report": report}
         return nb, resources
 

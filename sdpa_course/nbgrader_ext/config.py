@@ -9,18 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbgrader
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells
 
 from sdpa_course.assignment import NOTEBOOK
+from sdpa_course.nbgrader_ext import student_html
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
 from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
+from sdpa_course.nbgrader_ext.export import KitCsvExport
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
-from sdpa_course.nbgrader_ext.feedback_summary import FeedbackSummary, GetGradesWithPending
+from sdpa_course.nbgrader_ext.feedback_view import FeedbackView, GetGradesWithPending
 from sdpa_course.nbgrader_ext.redact import RedactFeedback
 from sdpa_course.nbgrader_ext.restore_cells import OverwriteCellsInPlace
+from sdpa_course.nbgrader_ext.safe_notebook import SafeNotebook
 from sdpa_course.nbgrader_ext.variants import EmbedCourseNumbers
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -58,18 +60,31 @@ def configure_grading(c) -> None:
         OverwriteCellsInPlace if step is OverwriteCells else step for step in sanitize
     ]
     c.OverwriteCells.add_missing_cells = True
-    # Feedback: grades (hand-graded parts marked pending), the summary, then redaction last,
-    # so nothing rendered escapes it.
-    c.GenerateFeedback.preprocessors = [
-        GetGradesWithPending, FeedbackSummary, RedactFeedback, CSSHTMLHeaderPreprocessor,
-    ]
+    # Feedback: grades (hand-graded parts marked pending), each cell's role and the summary,
+    # then redaction last, so nothing rendered escapes it.
+    c.GenerateFeedback.preprocessors = [GetGradesWithPending, FeedbackView, RedactFeedback]
     # Configured on a subclass: formgrader renders its grading page with a plain HTMLExporter
     # built from this same config, and needs its own template.
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.FeedbackExporter.template_name = "sdpa_feedback"
     c.FeedbackExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
+    configure_safe_pages(c)
+
+
+def configure_safe_pages(c) -> None:
+    """Every HTML page made of a student's notebook, the feedback and formgrader's grading page
+    alike (formgrader builds `HTMLExporter(config=...)` from this config): outputs cut to what
+    renders safely first, and markdown rendered with MathML and sanitised."""
+    c.HTMLExporter.preprocessors = [SafeNotebook]
+    c.HTMLExporter.filters = {"markdown2html": f"{student_html.__name__}.markdown2html"}
+
+
+def configure_export(c) -> None:
+    """`nbgrader export` lists failed and missing students too, never a silent 0."""
+    c.ExportApp.plugin_class = KitCsvExport
 
 
 def configure(c) -> None:
     configure_release(c)
     configure_grading(c)
+    configure_export(c)

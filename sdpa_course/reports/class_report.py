@@ -1,19 +1,43 @@
-"""The class report: score distributions and diagnosis frequencies, as PNGs in one HTML page.
+"""The class report a lecturer teaches from, and the CSV files a spreadsheet or an LMS reads.
 
-Written to `reports/<assignment>/` by `sdpa-course grade`:
-`class_report.html`, `scores.png`, `diagnoses.png` and `scores.csv` (one row per student,
-one column per exercise, plus status, reason and the student's variant; a failed student has
-empty scores, never 0).
+Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feedback`):
+
+- `class_report.html`: per exercise the score distribution (`scores.png`), the pass rate of
+  each test, and each diagnosis with its meaning and the students who have it (to invite them
+  to a help session); hand grading (written answers marked and pending, and where to mark
+  them); failed submissions with their reasons; late submissions;
+- `scores.csv`: one row per student: status, automatic score, each exercise's score and its
+  diagnoses (one column per exercise), the hand-graded answers (score or `pending`), the late
+  penalty, the reason of a failure (never a 0 for a student who could not be graded) and the
+  student's variant (whose numbers were graded; `default` for the lesson's own);
+- `diagnoses.csv`: one row per (student, exercise, code), with the code's meaning;
+- `grades.csv`: the export for an LMS upload: every student (graded, failed, missing), the
+  automatic and hand points, the late penalty and the total (empty, with the reason, for a
+  student without one).
+
+Plain data in: the students' records, the gradebook's hand marks (`marks`, see
+`grading.hand_marks`) and the students nbgrader knows who submitted nothing (`missing`).
+Every CSV cell of text goes through `safe_text.for_spreadsheet` (no formula can start a
+cell), and every string in the HTML is escaped.
 """
 
 from __future__ import annotations
 
 import csv
 import html
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
+from autograder.diagnoses.codes import WORDING, lesson_section
+from sdpa_course.reports.feedback_text import exercise_heading, points
 from sdpa_course.reports.records import FAILED, GRADED
+from sdpa_course.reports.safe_text import for_spreadsheet
+
+MISSING = "missing"
+CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"  # no script
+DIAGNOSES_ALT = ("Bars: how many students got each diagnosis, per exercise (the tables below "
+                 "give the same numbers)")
+FORMGRADER_PATH = "formgrader/gradebook/{assignment}/{notebook}"
 
 
 def exercise_names(records: dict[str, dict]) -> list[str]:
@@ -30,33 +54,137 @@ def diagnosis_counts(records: dict[str, dict]) -> Counter:
     return counts
 
 
+def students_by_diagnosis(records: dict[str, dict], exercise: str) -> dict[str, list[str]]:
+    """Code -> the students with it on `exercise`, in the codes' order."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for student, record in sorted(records.items()):
+        for code in (record.get("exercises") or {}).get(exercise, {}).get("diagnoses") or []:
+            found[code].append(student)
+    order = list(WORDING)
+    return dict(sorted(found.items(), key=lambda item: (
+        order.index(item[0]) if item[0] in order else len(order), item[0])))
+
+
+def pass_rates(records: dict[str, dict], exercise: str) -> list[tuple[str, int, int]]:
+    """(test, students who passed it, students graded) for each test of `exercise`."""
+    passed: Counter = Counter()
+    seen: Counter = Counter()
+    order: list[str] = []
+    for record in records.values():
+        if record["status"] != GRADED:
+            continue
+        for test in (record.get("exercises") or {}).get(exercise, {}).get("tests") or []:
+            name = str(test.get("name"))
+            if name not in seen:
+                order.append(name)
+            seen[name] += 1
+            passed[name] += bool(test.get("passed"))
+    return [(name, passed[name], seen[name]) for name in order]
+
+
+def _written(marks: dict[str, dict], student: str) -> dict[str, dict]:
+    return (marks.get(student) or {}).get("written") or {}
+
+
+def written_names(marks: dict[str, dict]) -> list[str]:
+    return sorted({name for m in marks.values() for name in m.get("written") or {}})
+
+
+def totals(record: dict, marks: dict[str, dict]) -> dict:
+    """The automatic, hand and total points of a graded student (strings, CSV-ready)."""
+    written = _written(marks, record["student"])
+    hand = sum(m["score"] for m in written.values() if m["score"] is not None)
+    hand_max = sum(m["max_score"] for m in written.values())
+    pending = [name for name, m in written.items() if m["score"] is None]
+    penalty = float((marks.get(record["student"]) or {}).get("late_penalty") or 0.0)
+    total = max(0.0, record["score"] + hand - penalty)
+    return {"auto": points(record["score"]), "auto_max": points(record["max_score"]),
+            "hand": points(hand), "hand_max": points(hand_max), "pending": pending,
+            "penalty": points(penalty), "total": points(total),
+            "max_total": points(record["max_score"] + hand_max)}
+
+
+def _text_row(values) -> list[str]:
+    return [for_spreadsheet(v) for v in values]
+
+
 def variant_label(record: dict) -> str:
     """The label of the student's variant (`default`: the lesson's numbers), "" if unknown."""
     variant = record.get("variant") or {}
     return str(variant.get("label", "")) if isinstance(variant, dict) else ""
 
 
-def write_csv(records: dict[str, dict], path: Path) -> None:
+def variants_sentence(records: dict[str, dict]) -> str:
+    labels = {variant_label(r) for r in records.values()} - {""}
+    if labels <= {"default"}:
+        return "Every student worked the lesson's own numbers (the default variant)."
+    return (f"Each student worked their own numbers: {len(labels)} variants, each student's "
+            "in the last column of scores.csv (`sdpa-course variant STUDENT` prints its "
+            "numbers and expected answers).")
+
+
+def write_scores_csv(records: dict[str, dict], marks: dict[str, dict], path: Path) -> None:
     exercises = exercise_names(records)
-    with path.open("w", newline="") as fh:
+    written = written_names(marks)
+    with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["student", "status", "score", "max_score", *exercises,
-                         "diagnoses", "reason", "variant"])
+                         *(f"{ex} diagnoses" for ex in exercises), *written,
+                         "late_penalty", "reason", "variant"])
         for student, record in sorted(records.items()):
             graded = record["status"] == GRADED
-            per_exercise = [
-                f"{record['exercises'][ex]['score']:g}" if graded and ex in record["exercises"]
-                else "" for ex in exercises
-            ]
-            codes = sorted({c for ex in (record.get("exercises") or {}).values()
-                            for c in ex.get("diagnoses") or []})
+            results = record.get("exercises") or {}
+            per_exercise = [points(results[ex]["score"]) if graded and ex in results else ""
+                            for ex in exercises]
+            codes = [" ".join(results.get(ex, {}).get("diagnoses") or []) for ex in exercises]
+            hand = [("pending" if m["score"] is None else points(m["score"]))
+                    if (m := _written(marks, student).get(name)) else "" for name in written]
+            penalty = (marks.get(student) or {}).get("late_penalty")
             reason = record.get("error") or "; ".join(record.get("warnings") or [])
-            writer.writerow([
+            writer.writerow(_text_row([
                 student, record["status"],
-                f"{record['score']:g}" if graded else "",
-                f"{record['max_score']:g}" if graded else "",
-                *per_exercise, " ".join(codes), reason, variant_label(record),
-            ])
+                points(record["score"]) if graded else "",
+                points(record["max_score"]) if graded else "",
+                *per_exercise, *codes, *hand,
+                points(penalty) if graded and penalty is not None else "", reason,
+                variant_label(record),
+            ]))
+
+
+def write_diagnoses_csv(records: dict[str, dict], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student", "exercise", "code", "meaning"])
+        for student, record in sorted(records.items()):
+            for exercise, result in sorted((record.get("exercises") or {}).items()):
+                for code in result.get("diagnoses") or []:
+                    meaning = WORDING[code].meaning if code in WORDING else ""
+                    writer.writerow(_text_row([student, exercise, code, meaning]))
+
+
+def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: list[str],
+                     path: Path) -> None:
+    """One row per student for an LMS: never a silent 0 (failed and missing say why)."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student_id", "status", "auto_score", "auto_max", "hand_score",
+                         "hand_max", "hand_pending", "late_penalty", "total", "max_total",
+                         "reason"])
+        for student, record in sorted(records.items()):
+            if record["status"] == GRADED:
+                t = totals(record, marks)
+                reason = ("hand grading pending: " + ", ".join(t["pending"])
+                          if t["pending"] else "")
+                writer.writerow(_text_row([
+                    student, GRADED, t["auto"], t["auto_max"], t["hand"], t["hand_max"],
+                    "yes" if t["pending"] else "no", t["penalty"], t["total"], t["max_total"],
+                    reason]))
+            else:
+                writer.writerow(_text_row([student, FAILED, "", "", "", "", "", "", "", "",
+                                           record.get("error") or "could not be graded"]))
+        for student in sorted(missing):
+            writer.writerow(_text_row([student, MISSING, "", "", "", "", "", "", "", "",
+                                       "no submission"]))
 
 
 def _pyplot():
@@ -97,82 +225,155 @@ def _plot_scores(records: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
-def _plot_diagnoses(counts: Counter, path: Path) -> None:
+def _plot_diagnoses(records: dict[str, dict], path: Path) -> None:
+    """Students per diagnosis, one bar per (exercise, code)."""
     plt = _pyplot()
-    items = counts.most_common()
+    items = []
+    for ex in exercise_names(records):
+        for code, students in students_by_diagnosis(records, ex).items():
+            items.append((f"{ex}: {code}", len(students)))
     fig, ax = plt.subplots(figsize=(7, 0.35 * max(3, len(items)) + 1))
     if items:
-        codes, values = zip(*reversed(items), strict=True)
-        ax.barh(codes, values, color="#dd8452")
+        labels, values = zip(*reversed(items), strict=True)
+        ax.barh(labels, values, color="#dd8452")
         ax.set_xlabel("students")
         ax.xaxis.get_major_locator().set_params(integer=True)
     else:
         ax.text(0.5, 0.5, "no diagnoses: every graded exercise was correct",
                 ha="center", va="center")
         ax.set_axis_off()
-    ax.set_title("Diagnoses across the class")
+    ax.set_title("Diagnoses per exercise")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
-def _variants_sentence(records: dict[str, dict]) -> str:
-    labels = {variant_label(r) for r in records.values()} - {""}
-    if labels <= {"default"}:
-        return "Every student worked the lesson's own numbers (the default variant)."
-    return (f"Each student worked their own numbers: {len(labels)} variants, each student's "
-            "in the last column of scores.csv (`sdpa-course variant STUDENT` prints one).")
+def _e(value) -> str:
+    return html.escape(str(value))
 
 
-def _html(records: dict[str, dict], counts: Counter, assignment: str) -> str:
+def _exercise_section(records: dict[str, dict], exercise: str) -> str:
+    graded = [r for r in records.values() if r["status"] == GRADED and exercise in r["exercises"]]
+    scores = [r["exercises"][exercise]["score"] for r in graded]
+    top = graded[0]["exercises"][exercise]["max_score"] if graded else 0
+    full = sum(1 for r in graded if r["exercises"][exercise]["score"] >= top)
+    mean = sum(scores) / len(scores) if scores else 0.0
+    rates = "".join(
+        f"<tr><td>{_e(name)}</td><td>{ok} / {seen}</td><td>{100 * ok / seen:.0f}%</td></tr>"
+        for name, ok, seen in pass_rates(records, exercise))
+    diagnoses = []
+    for code, students in students_by_diagnosis(records, exercise).items():
+        wording = WORDING.get(code)
+        section = lesson_section(code, exercise)
+        diagnoses.append(
+            f"<tr><td><code>{_e(code)}</code></td><td>{len(students)}</td>"
+            f"<td>{_e(wording.meaning) if wording else ''}"
+            f"{'<br><span class=note>' + _e(wording.explanation) + '</span>' if wording else ''}"
+            f"{'<br><span class=note>lesson: ' + _e(section.title) + '</span>' if section else ''}"
+            f"</td><td>{_e(', '.join(students))}</td></tr>")
+    diag_table = (
+        "<table><tr><th>diagnosis</th><th>students</th><th>meaning</th><th>who</th></tr>"
+        + "".join(diagnoses) + "</table>" if diagnoses else "<p>No diagnoses: every graded "
+        "student's answer was correct.</p>")
+    return (f"<h3 id='{_e(exercise)}'>{_e(exercise_heading(exercise))}</h3>"
+            f"<p>{len(graded)} graded; mean {mean:.2f} / {points(top)}; full marks: {full}.</p>"
+            f"<h4>Pass rate of each test</h4><table><tr><th>test</th><th>passed</th>"
+            f"<th>rate</th></tr>{rates}</table>"
+            f"<h4>Diagnoses</h4>{diag_table}")
+
+
+def _hand_section(records, marks, assignment: str, notebook: str) -> str:
+    names = written_names(marks)
+    if not names:
+        return "<p>No answers are graded by hand in this assignment.</p>"
+    rows = []
+    for name in names:
+        marked = [s for s in sorted(marks) if (_written(marks, s).get(name) or {}).get("score")
+                  is not None]
+        pending = [s for s in sorted(marks) if name in _written(marks, s)
+                   and _written(marks, s)[name]["score"] is None]
+        rows.append(f"<tr><td><code>{_e(name)}</code></td><td>{len(marked)}</td>"
+                    f"<td>{len(pending)}</td><td>{_e(', '.join(pending))}</td></tr>")
+    path = FORMGRADER_PATH.format(assignment=assignment, notebook=notebook)
+    return ("<table><tr><th>answer</th><th>marked</th><th>pending</th><th>still to mark</th></tr>"
+            + "".join(rows) + "</table>"
+            f"<p>Mark them in formgrader: Manual Grading → {_e(assignment)} → {_e(notebook)} "
+            f"(on the Jupyter server: <code>/{_e(path)}</code>, for example "
+            f"<a href='http://localhost:8888/{_e(path)}'>http://localhost:8888/{_e(path)}</a>). "
+            "Then run <code>sdpa-course grade</code> (or <code>sdpa-course feedback</code>) "
+            "again: the feedback of every student whose marks changed is regenerated.</p>")
+
+
+def _html(records, marks, missing, assignment: str, notebook: str, note: str = "") -> str:
     graded = [r for r in records.values() if r["status"] == GRADED]
     failed = [r for r in records.values() if r["status"] == FAILED]
     mean = sum(r["score"] for r in graded) / len(graded) if graded else 0.0
     top = graded[0]["max_score"] if graded else 0.0
-    rows = "".join(
-        f"<tr><td>{html.escape(r['student'])}</td><td>{html.escape(r['error'] or '')}</td></tr>"
-        for r in failed
-    )
     failed_table = (
         f"<h2>Failed: {len(failed)} (no score recorded)</h2>"
-        f"<table><tr><th>student</th><th>reason</th></tr>{rows}</table>"
-        if failed else "<p>No failed submissions.</p>"
-    )
-    diag_rows = "".join(f"<tr><td><code>{html.escape(c)}</code></td><td>{n}</td></tr>"
-                        for c, n in counts.most_common())
+        "<table><tr><th>student</th><th>reason</th></tr>"
+        + "".join(f"<tr><td>{_e(r['student'])}</td><td>{_e(r['error'] or '')}</td></tr>"
+                  for r in sorted(failed, key=lambda r: r["student"]))
+        + "</table>" if failed else "<h2>Failed</h2><p>No failed submissions.</p>")
+    late = [(s, m) for s, m in sorted(marks.items()) if m.get("seconds_late", 0) > 0]
+    late_table = (
+        "<table><tr><th>student</th><th>submitted</th><th>late by</th><th>penalty</th></tr>"
+        + "".join(f"<tr><td>{_e(s)}</td><td>{_e(m['timestamp'])}</td>"
+                  f"<td>{m['seconds_late'] / 3600:.1f} h</td><td>{points(m['late_penalty'])}"
+                  "</td></tr>" for s, m in late) + "</table>"
+        if late else "<p>No late submissions recorded by nbgrader.</p>")
+    missing_part = (f"<h2>Missing: {len(missing)}</h2><p>In the gradebook, nothing submitted: "
+                    f"{_e(', '.join(missing))}.</p>" if missing else "")
+    sections = "".join(_exercise_section(records, ex) for ex in exercise_names(records))
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Class report: {html.escape(assignment)}</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2em .6em}}
-img{{max-width:100%}}</style>
+<html lang="en"><head><meta charset="utf-8"><title>Class report: {_e(assignment)}</title>
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<style>body{{font-family:sans-serif;max-width:64em;margin:2em auto;padding:0 1em}}
+table{{border-collapse:collapse;margin:.4em 0}}td,th{{border:1px solid #ccc;padding:.2em .6em;
+vertical-align:top;text-align:left}}img{{max-width:100%}}.note{{color:#555;font-size:.9em}}</style>
 </head><body>
-<h1>Class report: {html.escape(assignment)}</h1>
-<p>{len(records)} students: {len(graded)} graded, {len(failed)} failed.
-Mean automatic score of the graded: {mean:.2f} / {top:g}. Scores per student:
-<a href="scores.csv">scores.csv</a>.</p>
-<p>{_variants_sentence(records)}</p>
-<h2>Score distribution per exercise</h2>
-<img src="scores.png" alt="histogram of scores per exercise">
-<h2>Diagnoses</h2>
-<img src="diagnoses.png" alt="how many students got each diagnosis">
-<table><tr><th>diagnosis</th><th>students</th></tr>{diag_rows}</table>
+<h1>Class report: {_e(assignment)}</h1>
+{f'<p><strong>{_e(note)}</strong></p>' if note else ''}
+<p>{len(records) + len(missing)} students: {len(graded)} graded, {len(failed)} failed,
+{len(missing)} missing. Mean automatic score of the graded: {mean:.2f} / {points(top)}.
+Files: <a href="scores.csv">scores.csv</a> (one row per student, diagnoses per exercise),
+<a href="diagnoses.csv">diagnoses.csv</a> (student, exercise, code),
+<a href="grades.csv">grades.csv</a> (for an LMS: every student, automatic, hand and total).</p>
+<p>{_e(variants_sentence(records))}</p>
+<h2>Exercises</h2>
+<img src="scores.png" alt="Histograms: how many students got each score, one per exercise">
+<img src="diagnoses.png" alt="{DIAGNOSES_ALT}">
+{sections}
+<h2>Hand grading</h2>
+{_hand_section(records, marks, assignment, notebook)}
 {failed_table}
+{missing_part}
+<h2>Late submissions</h2>
+{late_table}
 </body></html>
 """
 
 
-def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str) -> dict:
-    """Write the report files; return their paths by name."""
+def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str, *,
+                       marks: dict[str, dict] | None = None, missing: list[str] = (),
+                       notebook: str = "attention", note: str = "") -> dict:
+    """Write the report files; return their paths by name. `note` heads the report (how the
+    run graded, when an instructor must know: --unsafe-no-isolation)."""
+    marks = marks or {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    counts = diagnosis_counts(records)
     paths = {
         "class report": out_dir / "class_report.html",
         "scores (CSV)": out_dir / "scores.csv",
+        "diagnoses (CSV)": out_dir / "diagnoses.csv",
+        "grades for an LMS (CSV)": out_dir / "grades.csv",
         "score histograms": out_dir / "scores.png",
         "diagnosis chart": out_dir / "diagnoses.png",
     }
-    write_csv(records, paths["scores (CSV)"])
+    write_scores_csv(records, marks, paths["scores (CSV)"])
+    write_diagnoses_csv(records, paths["diagnoses (CSV)"])
+    write_grades_csv(records, marks, list(missing), paths["grades for an LMS (CSV)"])
     _plot_scores(records, paths["score histograms"])
-    _plot_diagnoses(counts, paths["diagnosis chart"])
-    paths["class report"].write_text(_html(records, counts, assignment), encoding="utf-8")
+    _plot_diagnoses(records, paths["diagnosis chart"])
+    page = _html(records, marks, list(missing), assignment, notebook, note)
+    paths["class report"].write_text(page, encoding="utf-8")
     return paths

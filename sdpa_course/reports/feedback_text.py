@@ -1,73 +1,69 @@
-"""What a student reads about their grade: plain text per exercise, markdown for the summary.
+"""What a student reads about their grade, built from the engine's report (plain data).
 
-Everything here is built from the engine's report (CONTRACT section 2): scores, test names,
-student-facing messages and diagnosis codes. Nothing here reads a hidden test.
+- `exercise_text`: the plain text under each graded cell (formgrader and the autograded
+  notebook show it);
+- `exercise_view`, `summary_view` (with `variant_view`: which numbers were graded): the data
+  the feedback page's template lays out (the summary table first, then each exercise's tests
+  and diagnoses).
+
+Every diagnosis is worded by `autograder.diagnoses.codes.WORDING`, the one table the terminal
+report, the class report and the contract read too. Nothing here reads a hidden test, and
+nothing here is HTML: the template escapes what it shows.
 """
 
 from __future__ import annotations
 
-import html
 import textwrap
 
+from autograder.diagnoses.codes import WORDING, lesson_section
 from autograder.exercises import EXERCISES
 
-# Student-facing explanations of the diagnosis codes (CONTRACT section 3), keyed by the codes
-# of `autograder.diagnoses.codes` (a test holds them to it); a code without one shows bare.
-DIAGNOSIS_HINTS = {
-    "no-scaling": "the scores are not divided by sqrt(d_k)",
-    "wrong-scale": "the scores are scaled by the wrong factor (use sqrt(d_k), the key dimension)",
-    "not-normalized": "the attention weights do not sum to 1 over the keys",
-    "softmax-axis": "the softmax normalises over the queries instead of the keys (last axis)",
-    "unstable-softmax": "the softmax overflows for large scores: subtract the row maximum first",
-    "wrong-key": "the weight reported is the smaller key's, not the larger key's",
-    "wrong-gradient": "the softmax derivative is wrong: d p_i / d z_i = p_i (1 - p_i)",
-    "other-variant": "the answers are right for another student's numbers, not your own: "
-                     "check the student id in the cell Your numbers",
-    "mask-ignored": "the mask has no effect",
-    "mask-inverted": "True in the mask means 'masked out', not 'keep'",
-    "mask-after-softmax": "masked weights are zeroed after the softmax without renormalising",
-    "mask-zero-fill": "masked scores are set to 0 instead of a large negative number",
-    "mask-none-broken": "attention fails or is wrong when mask=None",
-    "transposed": "queries and keys are multiplied in the wrong orientation (try n != m)",
-    "wrong-shape": "an output has the wrong shape",
-    "returns-swapped": "attention returns (attn, out) instead of (out, attn)",
-    "mutates-input": "the function modifies its inputs in place",
-    "causal-diagonal": "causal_mask also masks the diagonal (a position may attend to itself)",
-    "causal-wrong-triangle": "causal_mask masks the past instead of the future",
-    "missing-name": "a required name is not defined",
-    "syntax-error": "the code does not parse",
-    "crashed": "the code raised an error or its process died",
-    "timeout": "the code ran past its time limit",
-    "memory-limit": "the code ran past its memory limit",
-    "forbidden-import": "the code tried to import the reference solution or the grader",
-}
 
 def exercise_heading(exercise: str) -> str:
     """`Exercise 3: causal scaled dot-product attention`, or the key of an unknown exercise."""
     return EXERCISES[exercise].heading if exercise in EXERCISES else exercise
 
 
-def _points(x: float) -> str:
+def points(x) -> str:
+    """A score as people write it: 3, 4.5, 0.25."""
     return f"{float(x):g}"
 
 
-def diagnosis_line(code: str) -> str:
-    hint = DIAGNOSIS_HINTS.get(code)
-    return f"{code}: {hint}" if hint else code
+def diagnosis_view(code: str, exercise: str | None = None) -> dict:
+    """A code with its explanation and the lesson section to read again (None if unknown)."""
+    wording = WORDING.get(code)
+    section = lesson_section(code, exercise)
+    return {
+        "code": code,
+        "meaning": wording.meaning if wording else "",
+        "explanation": wording.explanation if wording else "",
+        "section": section.title if section else "",
+        "anchor": section.anchor if section else "",
+    }
+
+
+def diagnosis_line(code: str, exercise: str | None = None) -> str:
+    """`mask-inverted: The mask is applied the wrong way round. ... (see 4. Causal masking)`."""
+    view = diagnosis_view(code, exercise)
+    if not view["explanation"]:
+        return code
+    see = f" (lesson: {view['section']})" if view["section"] else ""
+    return f"{code}: {view['explanation']}{see}"
 
 
 def exercise_text(exercise: str, result: dict) -> str:
     """The plain-text message shown under a graded cell (its stdout)."""
     title = exercise_heading(exercise)
-    lines = [f"{title}: {_points(result['score'])} / {_points(result['max_score'])} points"]
+    lines = [f"{title}: {points(result['score'])} / {points(result['max_score'])} points"]
     diagnoses = result.get("diagnoses") or []
     if diagnoses:
         lines.append("What the grader noticed:")
-        lines += [f"  - {diagnosis_line(code)}" for code in diagnoses]
+        lines += [textwrap.fill(f"  - {diagnosis_line(code, exercise)}", width=96,
+                                subsequent_indent="    ") for code in diagnoses]
     for test in result.get("tests") or []:
         mark = "ok  " if test.get("passed") else "FAIL"
         line = (f"  [{mark}] {test.get('name', '?')} "
-                f"({_points(test.get('score', 0))}/{_points(test.get('max_score', 0))})")
+                f"({points(test.get('score', 0))}/{points(test.get('max_score', 0))})")
         message = (test.get("message") or "").strip()
         if message and not test.get("passed"):
             line += ": " + " ".join(message.split())
@@ -76,51 +72,91 @@ def exercise_text(exercise: str, result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_markdown(report: dict, pending: list[tuple[str, float]]) -> str:
-    """The summary cell put at the top of a student's feedback (markdown with an HTML table,
-    so the columns keep their spacing in nbgrader's feedback page)."""
-    cell = '<td style="padding: 3px 14px 3px 0; vertical-align: top">'
+def exercise_view(exercise: str, result: dict, cells: list[dict] = ()) -> dict:
+    """One exercise's results for the page: score, each test, the diagnoses explained, and
+    the cells of the exercise that did not run cleanly."""
+    tests = [
+        {
+            "name": str(test.get("name", "?")),
+            "passed": bool(test.get("passed")),
+            "points": f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}",
+            "message": " ".join(str(test.get("message") or "").split()),
+        }
+        for test in result.get("tests") or []
+    ]
+    return {
+        "exercise": exercise,
+        "heading": exercise_heading(exercise),
+        "score": points(result.get("score", 0)),
+        "max_score": points(result.get("max_score", 0)),
+        "full_marks": float(result.get("score", 0)) >= float(result.get("max_score", 0)),
+        "tests": tests,
+        "diagnoses": [diagnosis_view(code, exercise) for code in result.get("diagnoses") or []],
+        "cells": [
+            {"cell": str(c.get("cell", "")), "status": str(c.get("status", "")),
+             "error": str(c.get("error") or "")}
+            for c in cells if exercise in (c.get("exercises") or [])
+        ],
+    }
+
+
+def summary_view(report: dict, written: list[dict], late_penalty: float = 0.0) -> dict:
+    """The summary table at the top of the page.
+
+    `written`: the hand-graded answers, each {"name", "max_score", "score" (None while
+    pending), "comment"}.
+    """
     rows = []
     for exercise, result in (report.get("exercises") or {}).items():
-        title = html.escape(exercise_heading(exercise))
-        noticed = "<br>".join(html.escape(diagnosis_line(c)) for c in result.get("diagnoses") or [])
-        rows.append(f"<tr>{cell}{title}</td>{cell}{_points(result['score'])} / "
-                    f"{_points(result['max_score'])}</td>{cell}{noticed or '—'}</td></tr>")
-    for name, points in pending:
-        rows.append(f"<tr>{cell}{html.escape(name)} (written answer)</td>{cell}pending / "
-                    f"{_points(points)}</td>{cell}graded by hand, not yet marked</td></tr>")
-    head = "".join(f'<th style="padding: 3px 14px 3px 0; text-align: left">{h}</th>'
-                   for h in ("exercise", "score", "what the grader noticed"))
-    lines = [
-        "## Your results",
-        "",
-        f"<table><tr>{head}</tr>{''.join(rows)}</table>",
-        "",
-        f"**Automatically graded: {_points(report['score'])} / {_points(report['max_score'])}.**",
-    ]
-    if pending:
-        total = sum(points for _, points in pending)
-        lines.append(f"Written answers worth {_points(total)} points are still to be graded "
-                     "by hand; they are not counted as zero.")
-    lines += ["", "The hidden tests themselves are not shown; each message below says what went "
-              "wrong and how to look into it."]
-    lines += variant_lines(report.get("variant"))
-    return "\n".join(lines)
+        rows.append({
+            "what": exercise_heading(exercise),
+            "anchor": f"results-{exercise}",
+            "score": f"{points(result['score'])} / {points(result['max_score'])}",
+            "diagnoses": [diagnosis_view(code, exercise) for code in result.get("diagnoses")
+                          or []],
+            "note": "",
+        })
+    hand_total, hand_max, pending = 0.0, 0.0, 0.0
+    for answer in written:
+        hand_max += float(answer["max_score"])
+        if answer["score"] is None:
+            pending += float(answer["max_score"])
+            score, note = f"pending / {points(answer['max_score'])}", \
+                "graded by hand, not yet marked (not counted as zero)"
+        else:
+            hand_total += float(answer["score"])
+            score = f"{points(answer['score'])} / {points(answer['max_score'])}"
+            note = "marked by hand"
+        rows.append({"what": f"{answer['name']} (written answer)",
+                     "anchor": f"written-{answer['name']}", "score": score, "diagnoses": [],
+                     "note": note, "comment": answer.get("comment") or ""})
+    auto, auto_max = float(report.get("score", 0)), float(report.get("max_score", 0))
+    total = auto + hand_total - float(late_penalty or 0)
+    return {
+        "variant": variant_view(report.get("variant")),
+        "rows": rows,
+        "auto": f"{points(auto)} / {points(auto_max)}",
+        "total": f"{points(max(total, 0.0))} / {points(auto_max + hand_max)}",
+        "pending": points(pending) if pending else "",
+        "late_penalty": points(late_penalty) if late_penalty else "",
+        "cells": [
+            {"cell": str(c.get("cell", "")), "status": str(c.get("status", "")),
+             "error": str(c.get("error") or "")}
+            for c in report.get("cells") or [] if not c.get("exercises")
+        ],
+    }
 
 
-def variant_lines(variant) -> list[str]:
-    """Which numbers were graded, for a student's own variant (nothing for the lesson's)."""
+def variant_view(variant) -> dict:
+    """Which numbers were graded (`graded`: "" for the lesson's own) and, when the notebook
+    showed another variant, its label (`shown_other`)."""
     if not isinstance(variant, dict):
-        return []
-    label, shown = str(variant.get("label", "default")), variant.get("shown")
-    lines = []
+        return {"graded": "", "shown_other": "", "label": ""}
+    label, shown = str(variant.get("label") or "default"), variant.get("shown")
+    graded = ""
     if label != "default":
-        owner = (f" (student {html.escape(str(variant['student']))})"
-                 if variant.get("student") else "")
-        lines += ["", f"Graded as variant {html.escape(label)}{owner}: your own numbers for "
-                  "Exercises 1 and 2, and hidden inputs of your own for Exercise 3."]
-    if isinstance(shown, str) and shown != label:
-        lines += ["", f"**Your notebook showed the numbers of variant {html.escape(shown)}**, "
-                  f"not those of the variant it was graded as ({html.escape(label)}): check the "
-                  "student id in the cell *Your numbers*."]
-    return lines
+        owner = f" (student {variant['student']})" if variant.get("student") else ""
+        graded = (f"Graded as variant {label}{owner}: your own numbers for Exercises 1 and 2, "
+                  "and hidden inputs of your own for Exercise 3.")
+    other = shown if isinstance(shown, str) and shown != label else ""
+    return {"graded": graded, "shown_other": other, "label": label}

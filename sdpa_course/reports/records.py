@@ -26,6 +26,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "variant": report.get("variant"),  # whose numbers were graded (no hidden input)
         "error": None,
         "warnings": warnings,
+        "isolation": report.get("isolation", "namespaces"),  # how its code ran
         "fingerprint": fingerprint,
         "retry": False,
         "recorded_at": time.strftime("%Y-%m-%d %H:%M:%S"),

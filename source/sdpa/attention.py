@@ -403,7 +403,7 @@ def _ex2_softmax_problems():
         return [f"softmax of a 1-D array of 2 scores should have shape (2,); got {one_row.shape}."]
     problems = []
     if not abs(one_row.sum() - 1.0) <= 1e-5:
-        return [f"softmax([8, 0]) sums to {one_row.sum():.4f}: divide by the sum of the "
+        return [f"softmax([8, 0]) sums to {one_row.sum():.10g}: divide by the sum of the "
                 "exponentials."]
     for gap, lesson_value in ((8.0, 0.9997), (1.0, 0.731), (2.0, 0.881)):
         got = float(np.asarray(softmax(np.array([gap, 0.0])), dtype=float)[0])
@@ -907,6 +907,9 @@ def _draw_causal_attention():
     ax.set_yticks(range(T))
     fig.colorbar(image, ax=ax, label="weight")
     plt.show()
+    # The same weights as numbers, for whoever cannot tell the colours apart.
+    print("The weights drawn above (row t: query position t; column j: key position j):")
+    print(np.array2string(attn, precision=2, suppress_small=True, floatmode="fixed"))
 
 
 _draw_causal_attention()

@@ -1,0 +1,168 @@
+"""Markdown to safe HTML, with the mathematics as MathML: every page that shows a notebook.
+
+The course's config makes this the `markdown2html` filter of every nbconvert HTMLExporter it
+builds (`c.HTMLExporter.filters`), so it renders both the students' feedback pages and the
+page formgrader shows a TA who marks `ex2_explain`. A student's markdown is hostile: the HTML
+it produces is cleaned by nh3 (the Rust sanitiser ammonia) against an allowlist of markdown's
+own tags plus MathML, so `<script>`, `on...=` handlers, `javascript:` links, `<style>`,
+`<iframe>` and forms never reach a browser. Images may only be `data:` pictures (attachments:
+nothing is fetched, no tracking pixel reaches a TA); links may not be `data:`.
+
+Mathematics is converted here, on the server, by latex2mathml, because a page must render
+without a network and years later: no script, nothing fetched, and Chromium and Firefox draw
+MathML natively. A formula latex2mathml cannot read is shown as its LaTeX source in `<code>`.
+
+Every step is linear in the size of its input, and the input is capped: a cell's markdown
+beyond `MAX_MARKDOWN_CHARS` and a formula beyond `MAX_FORMULA_CHARS` are cut, saying so.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import lru_cache
+
+import jinja2
+import nh3
+from latex2mathml.converter import convert as latex_to_mathml
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+from autograder.diagnoses.codes import heading_anchor
+
+MAX_MARKDOWN_CHARS = 10_000
+MAX_FORMULA_CHARS = 1_000
+
+MATHML_TAGS = {
+    "math", "annotation", "semantics", "menclose", "merror", "mfenced", "mfrac", "mi",
+    "mmultiscripts", "mn", "mo", "mover", "mpadded", "mphantom", "mprescripts", "mroot",
+    "mrow", "ms", "mspace", "msqrt", "mstyle", "msub", "msubsup", "msup", "mtable", "mtd",
+    "mtext", "mtr", "munder", "munderover", "none",
+}
+MATHML_ATTRIBUTES = {
+    "accent", "accentunder", "columnalign", "columnlines", "columnspacing", "depth",
+    "display", "displaystyle", "encoding", "fence", "form", "height", "largeop", "linethickness",
+    "lspace", "mathsize", "mathvariant", "maxsize", "minsize", "movablelimits", "notation",
+    "rowalign", "rowlines", "rowspacing", "rspace", "scriptlevel", "separator", "stretchy",
+    "symmetric", "width", "xmlns",
+}
+TAGS = set(nh3.ALLOWED_TAGS) | MATHML_TAGS | {"input"}
+ATTRIBUTES = {
+    **{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
+    **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS},
+    "*": {"id", "class", "title", "align"},
+    "input": {"type", "checked", "disabled"},  # task lists: [x] done
+    "img": {"src", "alt", "width", "height", "title"},
+    "a": {"href", "title"},
+    "code": {"class"},
+}
+URL_SCHEMES = {"http", "https", "mailto", "data"}
+DATA_IMAGES = ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
+
+
+def _url_filter(element: str, attribute: str, value: str) -> str | None:
+    """Pictures only from `data:` (attachments): nothing is fetched when a TA or a student
+    opens the page; links never to `data:` (`javascript:` never got past nh3's schemes)."""
+    if attribute in ("href", "src", "cite", "action", "formaction", "poster", "background"):
+        scheme = value.strip().lower()
+        if element == "img" and attribute == "src":
+            return value if scheme.startswith(DATA_IMAGES) else None
+        if scheme.startswith("data:"):
+            return None
+    if element == "input" and attribute == "type" and value.lower() != "checkbox":
+        return None
+    return value
+
+
+def clean_html(text: str) -> str:
+    """HTML from a student (or rendered from one) with only harmless tags and attributes."""
+    return nh3.clean(text, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
+                     attribute_filter=_url_filter, link_rel="noopener noreferrer nofollow",
+                     strip_comments=True)
+
+
+def formula_html(latex: str, display: str) -> str:
+    """A LaTeX formula as MathML; its source in <code> when it cannot be read."""
+    if len(latex) <= MAX_FORMULA_CHARS:
+        try:
+            return latex_to_mathml(latex, display=display)
+        except Exception:  # noqa: BLE001 - any LaTeX, however broken, must render
+            pass
+    shown = latex if len(latex) <= MAX_FORMULA_CHARS else latex[:MAX_FORMULA_CHARS] + " …"
+    return f'<code class="tex">{html.escape(shown)}</code>'
+
+
+def _raw_text(token: dict) -> str:
+    """A heading's text as written (formulas in `$`), from mistune's tokens."""
+    parts = []
+    for child in token.get("children") or []:
+        if child.get("type") == "inline_math":
+            parts.append(f"${child.get('raw', '')}$")
+        elif "raw" in child:
+            parts.append(str(child["raw"]))
+        else:
+            parts.append(_raw_text(child))
+    return "".join(parts)
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, with formulas as MathML and headings ids of our own
+    (`heading_anchor`: the ids the diagnoses' lesson links point at)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._anchor = "section"
+
+    def render_token(self, token, state):
+        if token.get("type") == "heading":
+            self._anchor = heading_anchor(_raw_text(token))
+        return super().render_token(token, state)
+
+    def heading(self, text: str, level: int, **attrs) -> str:
+        return f'<h{level} id="{self._anchor}">{text}</h{level}>\n'
+
+    def block_math(self, body: str) -> str:
+        return formula_html(body, "block")
+
+    def inline_math(self, body: str) -> str:
+        return formula_html(body, "inline")
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return formula_html(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
+
+    def multiline_math(self, text: str) -> str:
+        return html.escape(text)
+
+    def block_mermaidjs(self, code: str) -> str:
+        return self.block_code(code)  # no script runs on these pages: shown as text
+
+
+def markdown_to_safe_html(source: str, attachments: dict | None = None) -> str:
+    """A markdown cell's HTML: formulas as MathML, sanitised, input capped."""
+    source = str(source)
+    note = ""
+    if len(source) > MAX_MARKDOWN_CHARS:
+        note = (f"<p><em>[… {len(source) - MAX_MARKDOWN_CHARS} more characters of this "
+                "cell are not shown]</em></p>")
+        source = source[:MAX_MARKDOWN_CHARS]
+    renderer = MathMLRenderer(escape=False, attachments=attachments or {},
+                              exclude_anchor_links=True)
+    try:
+        rendered = MarkdownWithMath(renderer=renderer).render(source)
+    except Exception:  # noqa: BLE001 - markdown that breaks the parser is shown as text
+        rendered = f"<pre>{html.escape(source)}</pre>"
+    return clean_html(rendered) + note
+
+
+@lru_cache(maxsize=1024)
+def _cached(source: str) -> str:
+    """The lesson's cells are the same in every notebook of a class: rendered once."""
+    return markdown_to_safe_html(source)
+
+
+@jinja2.pass_context
+def markdown2html(context, source) -> str:
+    """The `markdown2html` filter of the course's HTML exporters (see the module doc)."""
+    cell = context.get("cell", {}) or {}
+    attachments = cell.get("attachments") if isinstance(cell, dict) else None
+    if attachments and isinstance(attachments, dict):
+        return markdown_to_safe_html(source, attachments)
+    return _cached(str(source))

@@ -1,0 +1,84 @@
+"""What the engine keeps of each cell for the feedback: its text, its figures (checked PNGs),
+and a hang or crash in any cell named on the exercise whose cell it was."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+
+import nbformat
+import pytest
+
+from autograder.engine import grade_content
+from autograder.sandbox import Limits
+from autograder.sandbox.images import MAX_PNG_BYTES, PNG_SIGNATURE, png_size, read_pngs
+
+QUICK = Limits(cell_seconds=2.0, call_seconds=1.0)
+ANSWER_KEY = "solutions/sdpa/attention.ipynb"
+
+
+def tiny_png(width: int = 2, height: int = 2) -> bytes:
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    rows = b"".join(b"\0" + b"\x80" * width for _ in range(height))
+    return PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + \
+        chunk(b"IEND", b"")
+
+
+def key_with(grade_id: str, extra: str):
+    nb = nbformat.read(ANSWER_KEY, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            cell.source += "\n" + extra
+    return nbformat.writes(nb)
+
+
+@pytest.fixture(scope="module")
+def key_report():
+    with open(ANSWER_KEY) as fh:
+        return grade_content(fh.read(), name="attention.ipynb", limits=QUICK)
+
+
+def test_the_heatmap_comes_back_as_a_png_of_its_cell(key_report):
+    heatmaps = [o for o in key_report["outputs"] if "ex3_heatmap" in o["cell"]]
+    assert len(heatmaps) == 1 and len(heatmaps[0]["images"]) == 1
+    png = base64.b64decode(heatmaps[0]["images"][0])
+    width, height = png_size(png)
+    assert 200 <= width <= 600 and 150 <= height <= 500
+    # and the weights as numbers beside it
+    assert "The weights drawn above" in heatmaps[0]["text"]
+    nb = nbformat.read(ANSWER_KEY, as_version=4)
+    assert "ex3_heatmap" in nb.cells[heatmaps[0]["index"]].metadata["nbgrader"]["grade_id"]
+
+
+def test_self_check_results_are_kept_per_cell(key_report):
+    texts = {o["cell"]: o["text"] for o in key_report["outputs"]}
+    selfcheck = next(t for c, t in texts.items() if "ex1_selfcheck" in c)
+    assert "Exercise 1 self-check" in selfcheck
+
+
+def test_a_cell_that_hangs_after_its_answers_is_named_on_its_exercise():
+    report = grade_content(key_with("ex2_numbers", "while True:\n    pass"),
+                           name="attention.ipynb", limits=QUICK)
+    ex2 = report["exercises"]["ex2"]
+    assert ex2["score"] == ex2["max_score"]  # the names were defined before the loop
+    assert ex2["diagnoses"] == ["timeout"]
+    assert report["exercises"]["ex1"]["diagnoses"] == []
+    hung = [c for c in report["cells"] if c["status"] == "timeout"]
+    assert hung and hung[0]["exercises"] == ["ex2"]
+
+
+def test_pngs_are_checked_before_they_are_kept():
+    good = tiny_png()
+    blob = good + b"<script>alert(1)</script>" + tiny_png(5000, 2)
+    spans = [[0, len(good)], [len(good), 25], [len(good) + 25, len(blob) - len(good) - 25],
+             [len(blob) - 3, 10], ["0", 5], [-1, 3], "junk"]
+    assert read_pngs(spans, blob) == [good]
+    assert read_pngs({"not": "a list"}, blob) == []
+    huge = good + b"\0" * MAX_PNG_BYTES
+    assert read_pngs([[0, len(huge)]], huge) == []
+    assert read_pngs([[0, len(good)]] * 10, good) == [good] * 4

@@ -1,0 +1,259 @@
+"""The same isolation wherever the grader runs: as root, as an ordinary user, without
+CAP_SYS_ADMIN. Each grader runs every scenario of `sandbox_scenarios` once (a subprocess, its
+own pool); each test checks one guarantee on all three, and fails if one layer is taken out.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib.metadata
+import json
+import os
+import secrets
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import sandbox_graders as graders
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
+                                 reason="the three graders are made from root on Linux")]
+REPO = graders.REPO
+SCENARIOS = Path(__file__).resolve().parent / "sandbox_scenarios.py"
+ZERO = ["0000000000000000"]
+LIMITS = {"memory_mb": 512, "disk_mb": 64, "processes": 32}
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    folder = graders.make_workdir()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def course(workdir):
+    """A course directory, readable on the host, as the grader passes it to the pool."""
+    course = workdir / "course"
+    for path, text in {"gradebook.db": "SQLite format 3 grades",
+                       "source/sdpa/attention.ipynb": "the source notebook",
+                       "submitted/alice/sdpa/attention.ipynb": "alice's answers"}.items():
+        (course / path).parent.mkdir(parents=True, exist_ok=True)
+        (course / path).write_text(text)
+    for path in [course, *course.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return course
+
+
+@pytest.fixture(scope="module", params=graders.GRADERS)
+def grader(request, workdir):
+    if request.param != "user":
+        yield graders.root_grader(request.param, workdir)
+        return
+    why = graders.why_no_user()
+    if why:
+        pytest.skip(f"no ordinary-user grader: {why}")
+    (workdir / "user").mkdir()
+    (workdir / "user").chmod(0o755)
+    user = graders.make_user(workdir / "user")
+    yield user
+    graders.remove_user(user)
+
+
+def _kit_data_copy() -> list[str]:
+    dist = importlib.metadata.distribution("sdpa-course")
+    return [str(Path(str(dist.locate_file(f))).resolve()) for f in dist.files or ()
+            if "solutions" in str(f) or "dist-info" in str(f)]
+
+
+@pytest.fixture(scope="module")
+def results(grader, course):
+    """Every scenario, run once by this grader."""
+    marker = secrets.token_hex(4)
+    home_secret = grader.home / "notes-on-students.txt"
+    home_secret.write_text("private notes")
+    home_secret.chmod(0o644)
+    tmp_secret = Path(f"/tmp/sdpa-test-secret-{marker}")
+    tmp_secret.write_text("the grader's scratch file")
+    tmp_secret.chmod(0o644)
+    targets = [str(p) for p in (
+        course, course / "gradebook.db", course / "source/sdpa/attention.ipynb",
+        course / "submitted/alice/sdpa/attention.ipynb", grader.home, home_secret, tmp_secret,
+        REPO / "solutions/sdpa/attention.ipynb", REPO / "source/sdpa/attention.ipynb",
+        REPO / "autograder/suites/test_ex1.py", REPO / "sdpa_ref/__init__.py", REPO)]
+    context = {"hidden": [str(course)], "secrets": targets + _kit_data_copy(),
+               "marker": marker, "number": secrets.randbelow(10**6), "home": str(grader.home)}
+    names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
+             "processes", "confinement", "limits"]
+    if grader.name != "user":
+        names.append("memory_total")  # without cgroups nothing bounds it: see the warning
+    try:
+        done = grader.run(SCENARIOS, json.dumps({"scenarios": names, "context": context}))
+    finally:
+        home_secret.unlink()
+        tmp_secret.unlink()
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)
+    errors = {k: v["scenario_error"] for k, v in found.items()
+              if isinstance(v, dict) and "scenario_error" in v}
+    assert not errors, errors
+    found["context"] = context
+    return found
+
+
+def test_isolation_is_namespaces_with_landlock_seccomp_and_no_warning_but_cgroups(results,
+                                                                                  grader):
+    identity = results["identity"]
+    assert identity["mode"] == "namespaces" == identity["isolation"]
+    assert identity["layers"]["seccomp"] is True and identity["layers"]["landlock"] >= 6
+    if grader.name == "user":
+        assert identity["layers"]["cgroups"] == ""
+        assert any("no per-submission cgroup" in w for w in identity["warnings"])
+    else:
+        assert identity["layers"]["cgroups"].startswith("cgroup v")
+        assert identity["warnings"] == []
+
+
+def test_each_submission_has_a_cgroup_with_its_limits_removed_afterwards(results, grader):
+    identity = results["identity"]
+    if grader.name == "user":
+        pytest.skip("an ordinary user may not create cgroups here")
+    settings = {}
+    for directory, files in identity["cgroup"].items():
+        assert "/sdpa-sandbox-" in directory
+        settings.update(files)
+    memory = (LIMITS["memory_mb"] + LIMITS["disk_mb"] + 16 + 64) * MiB
+    assert settings.get("memory.limit_in_bytes", settings.get("memory.max")) == str(memory)
+    assert settings["pids.max"] == str(LIMITS["processes"])
+    assert settings.get("cpu.shares", settings.get("cpu.weight")) in ("1024", "100")
+    assert identity["cgroup_left"] == []
+
+
+def test_the_graders_are_what_they_claim(results, grader):
+    identity = results["identity"]
+    sys_admin = 1 << 21
+    effective = int(identity["grader_status"]["CapEff"][0], 16)
+    assert (identity["grader_euid"] == 0) == (grader.name != "user")
+    assert bool(effective & sys_admin) == (grader.name == "root")
+
+
+def test_student_has_no_capabilities_no_new_privs_seccomp_and_its_own_uid(results, grader):
+    identity = results["identity"]
+    status, uid = identity["status"], identity["sandbox_uid"]
+    assert identity["uid"] == uid >= 1_000_000 and identity["pid"] == 1
+    assert status["Uid"] == [str(uid)] * 4 and status["Gid"] == [str(uid)] * 4
+    for caps in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert status[caps] == ZERO, caps
+    assert status["NoNewPrivs"] == ["1"] and status["Seccomp"] == ["2"]
+    host_uid = identity["host_status"]["Uid"]
+    if grader.name == "user":  # one uid only can be mapped: the grader's, holding nothing
+        assert host_uid == [str(grader.uid)] * 4
+        assert status["Groups"] == ["65534"]  # its group, not droppable, shows unmapped
+    else:
+        assert host_uid == [str(uid)] * 4  # a spare uid of its own, never root
+        assert status["Groups"] == []
+
+
+def test_student_lives_in_namespaces_of_its_own(results):
+    identity = results["identity"]
+    inside, grader_ns = identity["namespaces"], identity["grader_namespaces"]
+    assert inside == identity["host_namespaces"]
+    for kind in ("net", "pid", "ipc", "mnt", "user"):
+        assert inside[kind] != grader_ns[kind], kind
+    # its cgroup namespace: it sees its cgroups as roots, not the grader's cgroup paths
+    assert all(line.endswith(":/") for line in identity["own_cgroup"].splitlines())
+
+
+def test_no_file_of_the_course_the_kit_the_grader_or_other_students_is_readable(results):
+    found, context = results["secrets"], results["context"]
+    leaked = {}
+    for path, what in found.items():
+        if what in ("absent", "refused"):
+            continue
+        listing = what.removeprefix("listed: ").split(",") if what.startswith("listed") else []
+        # A folder on the way to the runtime (the checkout holding .venv) shows that alone.
+        if what.startswith("listed") and set(listing) <= {"", ".venv"}:
+            continue
+        leaked[path] = what
+    assert leaked == {}
+    assert len(found) == len(context["secrets"]) > 12
+
+
+def test_the_corpus_reader_looks_everywhere_and_finds_nothing(results):
+    reader = results["corpus_reader"]
+    assert reader["outcomes"] == ["ok"] and reader["defined"] is False
+    assert reader["tried"] > 20
+
+
+def test_nothing_written_outlives_the_submission(results):
+    writes = results["writes"]
+    inside = writes["inside"]
+    for writable in ("/tmp", "/dev/shm", "."):
+        assert inside[writable] == "wrote", writable
+    for place, what in inside.items():
+        if place not in ("/tmp", "/dev/shm", "."):
+            assert what in (errno.EROFS, errno.EACCES, errno.ENOENT, errno.EPERM), (place, what)
+    assert writes["on_host"] == {place: False for place in writes["on_host"]}
+    assert writes["seen_by_next"] == []
+
+
+def test_no_network_not_even_loopback_or_another_local_address(results):
+    network = results["network"]
+    assert len(network["targets"]) >= 4  # two TCP listeners, two UNIX sockets
+    assert "connected" not in network["attempts"], dict(zip(network["targets"],
+                                                           network["attempts"], strict=True))
+    assert not any(network["accepted"])
+
+
+def test_two_submissions_graded_at_once_cannot_reach_each_other(results):
+    neighbours = results["neighbours"]
+    assert neighbours["reached"] != "connected" and neighbours["accepted"] is False
+    assert neighbours["note_seen"] is False
+    first, second = neighbours["namespaces"]
+    assert all(first[kind] != second[kind] for kind in ("net", "pid", "ipc"))
+
+
+def test_background_processes_die_with_the_submission(results):
+    processes = results["processes"]
+    assert processes["while_open"] >= 2  # the child and the setsid daemon, seen from the host
+    assert processes["after_close"] == 0
+
+
+def test_each_layer_refuses_on_its_own(results):
+    """seccomp (new namespaces, ptrace, non-UNIX sockets) and Landlock (writes under /proc),
+    each probed where the other layers would let the call through."""
+    probes = results["confinement"]
+    assert probes["unshare user"] == errno.EPERM
+    assert probes["ptrace traceme"] == errno.EPERM
+    assert probes["inet socket"] == errno.EPERM
+    assert probes["mount tmpfs"] == errno.EPERM
+    assert probes["write /proc/self/comm"] == errno.EACCES
+
+
+def test_rlimits_tmp_size_disk_memory_and_processes_are_bounded(results):
+    found = results["limits"]
+    assert found["outcomes"] == ["ok"] * 5
+    rlimits = found["rlimits"]
+    assert 0 < rlimits["RLIMIT_AS"] < 4 * 2**30
+    assert rlimits["RLIMIT_FSIZE"] == LIMITS["disk_mb"] * MiB
+    assert rlimits["RLIMIT_NPROC"] == LIMITS["processes"] and rlimits["RLIMIT_CORE"] == 0
+    assert found["tmp_mb"] <= LIMITS["disk_mb"]
+    assert found["files_written"] <= LIMITS["disk_mb"] and found["files_error"] == errno.ENOSPC
+    assert found["big_error"] == errno.EFBIG and found["big_size"] <= LIMITS["disk_mb"] * MiB
+    assert found["hog"] == "MemoryError"
+    assert 256 <= found["touched"] <= LIMITS["memory_mb"]
+    assert found["forked"] < LIMITS["processes"] and found["fork_error"] == errno.EAGAIN
+
+
+def test_memory_of_all_processes_together_is_bounded_by_the_cgroup(results, grader):
+    if grader.name == "user":
+        pytest.skip("an ordinary user has no cgroup here: bounded per process (see the warning)")
+    total = results["memory_total"]
+    assert total["cgroups"].startswith("cgroup v")
+    limit_mb = LIMITS["memory_mb"] + LIMITS["disk_mb"] + 16 + 64
+    assert total["status"] == "ok", total
+    assert 400 * total["held_to_the_end"] <= limit_mb, total
+    assert total["killed"] >= 8 - limit_mb // 400, total

@@ -1,0 +1,55 @@
+"""Markdown a student wrote, as every page of the kit renders it: sanitised, maths as MathML,
+linear in time on hostile input."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from hostile_notebook import PAYLOADS
+
+from autograder.diagnoses.codes import heading_anchor
+from sdpa_course.nbgrader_ext.student_html import (
+    MAX_MARKDOWN_CHARS,
+    clean_html,
+    markdown_to_safe_html,
+)
+
+DANGEROUS = re.compile(r"<(script|iframe|object|embed|form|style|svg)\b|\son\w+\s*=|"
+                       r"javascript:|data:text", re.I)
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_no_payload_survives(payload):
+    rendered = markdown_to_safe_html(f"An answer.\n\n{payload}\n")
+    assert not DANGEROUS.search(rendered), rendered
+
+
+def test_maths_is_mathml_and_headings_get_the_lesson_anchors():
+    heading = "2. Why divide by $\\sqrt{d_k}$?"
+    rendered = markdown_to_safe_html(f"## {heading}\n\n$$A = QK^T$$")
+    assert f'<h2 id="{heading_anchor(heading)}">' in rendered
+    assert rendered.count("<math") == 2 and "<msqrt>" in rendered and "$" not in rendered
+
+
+def test_unreadable_latex_shows_its_source_escaped():
+    rendered = markdown_to_safe_html("$\\frac{<b>$")
+    assert "<b>" not in rendered and "$" not in rendered.replace("&lt;", "")
+
+
+def test_pictures_only_as_data_images_and_links_never_as_data():
+    kept = clean_html('<img src="data:image/png;base64,AAAA" alt="p">'
+                      '<a href="data:image/png;base64,AAAA">x</a><a href="https://e.org">y</a>')
+    assert 'src="data:image/png;base64,AAAA"' in kept and 'href="https://e.org"' in kept
+    assert 'href="data:' not in kept
+
+
+@pytest.mark.parametrize("text", ["[" * 200_000, "$" * 200_000, "<" * 200_000,
+                                  "\\begin{a}" * 30_000, "*a" * 100_000, "`" * 200_000])
+def test_hostile_markdown_renders_in_bounded_time(text):
+    began = time.perf_counter()
+    rendered = markdown_to_safe_html(text)
+    # a cap, not a speed test: the cut input is rendered, a note says what is left out
+    assert f"{len(text) - MAX_MARKDOWN_CHARS} more characters" in rendered
+    assert time.perf_counter() - began < 30
