@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 import sdpa_ref
+from autograder.variants import DEFAULT
 
 IMPORTS = "import numpy as np\n"
 
@@ -93,6 +94,9 @@ def ex1_not_normalized(n) -> str:
     """Weights are exp(scores), never divided by their sum."""
     return _by_hand(n.raw * n.scale, np.exp, n.values)
 
+
+# The lesson's own numbers (the default variant), rounded to three decimals.
+EX1_ROUNDED = ex1_rounded(DEFAULT.ex1)
 
 # -- Exercise 2: softmax and four numbers --------------------------------------------------
 
@@ -260,6 +264,9 @@ gap = {n.gap} / np.sqrt({n.d_k})
 grad_scaled = (_smaller_weight(gap, h) - _smaller_weight(gap, 0.0)) / h
 """
 
+
+# The lesson's own numbers (the default variant), written down from a calculator.
+EX2_ROUNDED = ex2_rounded(DEFAULT.ex2)
 
 # -- Exercise 3: attention and the causal mask ---------------------------------------------
 
