@@ -6,9 +6,10 @@ own text and figures, for the feedback page), `warnings` (notes for the student 
 instructor) and `missing_modules` (`[{"module": "scipy", "names": ["softmax", ...]}]`: modules the
 submission needs that the grader does not have, and the required names that failed because
 of each) and `variant` (whose exercises were graded: `{"label": "3f9a2c", "student": "alice",
-"ex1": {...}, "ex2": {...}, "shown": "3f9a2c"}`, the numbers of exercises 1 and 2, never a
-hidden input; label `default` for the lesson's own numbers; `shown` the label of the numbers
-the notebook itself showed, when it said so plainly, else None).
+"ex1": {...}, "ex2": {...}, "own_inputs": true, "shown": "3f9a2c"}`, the numbers of exercises
+1 and 2, never a hidden input; label `default` for the lesson's own numbers; `own_inputs`
+whether the hidden inputs were the student's own; `shown` the label of the numbers the
+notebook itself showed, when it said so plainly, else None).
 
 A failed test's message is the test's own, except where a diagnosis explains the failure:
 then the diagnosis says why instead of the test's generic hint (`diagnoses.explanations`),
@@ -164,8 +165,9 @@ def render_text(report: dict) -> str:
     variant = report.get("variant") or {}
     if variant.get("label", "default") != "default":
         owner = f" (student {_safe(variant['student'])})" if variant.get("student") else ""
+        inputs = " and hidden inputs" if variant.get("own_inputs") else ""
         lines[1:1] = [f"Graded as variant {_safe(variant['label'])}{owner}, with its own "
-                      "numbers and hidden inputs"]
+                      f"numbers{inputs}"]
     for key, ex in report["exercises"].items():
         title = EXERCISES[key].title
         lines.append(f"  {key}  {title:<38} {_fmt(ex['score']):>5} / {_fmt(ex['max_score'])}")

@@ -118,11 +118,12 @@ class Variant:
         return np.random.default_rng(sequence)
 
     def public(self) -> dict:
-        """What a report may show: the label, whose it is and the numbers (no hidden input)."""
+        """What a report may show: the label, whose it is, the numbers, and whether the hidden
+        inputs were the student's own (never the inputs themselves)."""
         return {"label": self.label, "student": self.student,
                 "ex1": {k: list(v) if isinstance(v, tuple) else v
                         for k, v in asdict(self.ex1).items()},
-                "ex2": asdict(self.ex2)}
+                "ex2": asdict(self.ex2), "own_inputs": self.inputs_seed is not None}
 
     def to_dict(self) -> dict:
         """Plain data for a pipe or a Dask task; `from_dict` reads it back."""

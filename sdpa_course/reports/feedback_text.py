@@ -156,7 +156,9 @@ def variant_view(variant) -> dict:
     graded = ""
     if label != "default":
         owner = f" (student {variant['student']})" if variant.get("student") else ""
-        graded = (f"Graded as variant {label}{owner}: your own numbers for Exercises 1 and 2, "
-                  "and hidden inputs of your own for Exercise 3.")
+        inputs = (", and hidden inputs of your own for Exercises 2 and 3"
+                  if variant.get("own_inputs") else "")
+        graded = (f"Graded as variant {label}{owner}: your own numbers for Exercises 1 and "
+                  f"2{inputs}.")
     other = shown if isinstance(shown, str) and shown != label else ""
     return {"graded": graded, "shown_other": other, "label": label}
