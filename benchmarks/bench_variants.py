@@ -21,6 +21,10 @@ score the corpus expects. Then stock nbgrader (`nbgrader autograde` with its ker
 `nbgrader generate_feedback`) grades `--stock-students` of the class without variants (all
 of it by default), for the speed-up. The load average (1, 5, 15 min) is printed at the start
 and at the end: on a shared machine everything else running slows every side.
+
+`--engine-only N` measures the variants' own cost without the class pipeline: N corpus
+submissions graded by the engine in this process, each once as a student's variant and once
+with the lesson's numbers, alternately (so that the machine's other load falls on both).
 """
 
 from __future__ import annotations
@@ -114,6 +118,30 @@ def grade_copy(master: Path, scratch: Path, workers: int, expected: dict) -> flo
     return seconds
 
 
+def engine_alternating(students: int) -> tuple[list[float], list[float]]:
+    """Seconds per submission of the engine in this process, one sandbox pool, alternating a
+    student's own variant and the lesson's on the same kind of submission: the variants' own
+    cost, with the class pipeline (nbgrader, feedback) left out."""
+    from autograder.engine import grade_content
+    from autograder.sandbox import SandboxPool
+    from autograder.variants import DEFAULT, new_seed, variant_for
+
+    seed, pool = new_seed(), SandboxPool()
+    with_variants, without = [], []
+    try:
+        for i in range(students + 2):  # the first two warm the pool up, untimed
+            variant = variant_for(seed, "sdpa", f"s{i:03d}")
+            for own, times in ((variant, with_variants), (DEFAULT, without)):
+                case = _cases(own)[i % len(_cases(own))]
+                started = time.perf_counter()
+                grade_content(case.source, name=f"{case.name}.py", pool=pool, variant=own)
+                if i >= 2:
+                    times.append(time.perf_counter() - started)
+    finally:
+        pool.close()
+    return with_variants, without
+
+
 def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -127,8 +155,21 @@ def main() -> None:
                         help="how many of the class stock nbgrader grades (default: all; "
                              "0: skip it)")
     parser.add_argument("--keep", type=Path, default=None, help="build the courses here")
+    parser.add_argument("--engine-only", type=int, default=0, metavar="N",
+                        help="instead: N submissions graded by the engine in this process, "
+                             "each with and without its variant, alternately")
     args = parser.parse_args()
     os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    if args.engine_only:
+        print(f"cores: {os.cpu_count()}, load average (1/5/15 min) at the start: {load()}")
+        mine, plain = engine_alternating(args.engine_only)
+        print(f"load average (1/5/15 min) at the end: {load()}")
+        a, b = statistics.median(mine), statistics.median(plain)
+        mean_a, mean_b = statistics.mean(mine), statistics.mean(plain)
+        print(f"engine, median per submission: with variants {a * 1000:.0f} ms, without "
+              f"{b * 1000:.0f} ms ({(a / b - 1) * 100:+.1f}%); means {mean_a * 1000:.0f} and "
+              f"{mean_b * 1000:.0f} ms ({(mean_a / mean_b - 1) * 100:+.1f}%)")
+        return
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-variants-"))
     root.mkdir(parents=True, exist_ok=True)
     print(f"cores: {os.cpu_count()}, load average (1/5/15 min) at the start: {load()}")
