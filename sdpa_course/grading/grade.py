@@ -105,7 +105,7 @@ class ClassResult:
 
     def as_json(self) -> dict:
         """CONTRACT section 4."""
-        keys = ("status", "score", "max_score", "exercises", "variant", "error")
+        keys = ("status", "score", "max_score", "extra_credit", "exercises", "variant", "error")
         return {
             "assignment": self.assignment,
             "isolation": self.isolation,

@@ -22,6 +22,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "status": GRADED,
         "score": float(report["score"]),
         "max_score": float(report["max_score"]),
+        "extra_credit": float(report.get("extra_credit", 0.0)),
         "exercises": report["exercises"],
         "variant": report.get("variant"),  # whose numbers were graded (no hidden input)
         "error": None,
@@ -41,6 +42,7 @@ def failed_record(student: str, error: str, fingerprint: str, *, retry: bool = F
         "status": FAILED,
         "score": None,
         "max_score": None,
+        "extra_credit": None,
         "exercises": {},
         "variant": None,  # filled in by the run, which knows the student's variant
         "error": error,
