@@ -22,7 +22,8 @@ UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolat
                    "(never grade others' this way)")
 
 
-def check_path(path: Path, *, as_json: bool = False) -> int:
+def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
+    """Grade `path` as `variant` (`autograder.variants`; the lesson's numbers by default)."""
     from autograder.submission import SubmissionError, read_submission
 
     try:
@@ -38,15 +39,16 @@ def check_path(path: Path, *, as_json: bool = False) -> int:
     from autograder.report import render_text
 
     try:
+        graded_as = {} if variant is None else {"variant": variant}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the report carries them
             try:
-                report = grade_cells(cells, submission=str(path), pool=pool)
+                report = grade_cells(cells, submission=str(path), pool=pool, **graded_as)
             except IsolationUnavailable as refused:
                 pool.close()
                 print(UNISOLATED_NOTE.format(reason=refused.reason), file=sys.stderr)
                 pool = SandboxPool(isolation="unsafe-none")
-                report = grade_cells(cells, submission=str(path), pool=pool)
+                report = grade_cells(cells, submission=str(path), pool=pool, **graded_as)
     except Exception as err:  # the kit, not the submission, failed: say so, exit non-zero
         print(f"sdpa-course check: the kit could not grade {path}: {type(err).__name__}: "
               f"{str(err).strip()}", file=sys.stderr)

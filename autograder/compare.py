@@ -8,19 +8,24 @@ answer that is wrong, and says so.
 
 Tolerances (CONTRACT section 1, "Precision"). Each is chosen between two measured figures,
 the largest error of a correct computation and the smallest error of a catalogued mistake on
-the hidden inputs; `tests/test_tolerances.py` measures both on the corpus, so that the margin
-cannot silently vanish (`python tests/test_tolerances.py` prints them).
+the hidden inputs (the lesson's and those of a sample of students' variants);
+`tests/test_tolerances.py` measures both on the corpus, so that the margin cannot silently
+vanish (`python tests/test_tolerances.py` prints them).
 
 - `FLOAT_RESULTS`, attention and softmax on O(1) inputs. A correct float32 computation
   (float32 throughout, -1e9, finfo.min or -inf fills, a 1e-8 epsilon in the denominator,
   plain loops) is off by at most 1.3e-7 (float32 rounds to 2**-24 ~ 6e-8 per operation):
-  6.4e-4 of the tolerance; exercise 4's blockwise sums in float32 over up to 150 keys, 1.0e-3.
-  The closest mistake, scaling by 1/sqrt(d_v), is off by 379 times the tolerance.
-  rtol = atol = 1e-4 sits near the geometric middle of the two.
+  6.4e-4 of the tolerance on the lesson's hidden inputs, 1.1e-3 on students' own; exercise
+  4's blockwise sums in float32 over up to 150 keys, 1.0e-3. The closest mistake, scaling by
+  1/sqrt(d_v), is off by 379 times the tolerance on the lesson's inputs and at least 100
+  times on students' own. rtol = atol = 1e-4 sits near the geometric middle of the two.
 - `LARGE_SCORES`, a student's answer at scores near 800 against the same student's answer on
   inputs whose scores are lower by one constant (softmax does not change). float32 spaces
-  numbers near 800 by 6.1e-5, so a correct float32 answer may move by about 1e-4 (measured:
-  5.8e-6, 5.8e-3 of the tolerance); a softmax without max subtraction gives inf or NaN.
+  numbers near 800 by 6.1e-5 (and the raw products near 1600 by 1.2e-4), so a correct
+  float32 answer moves by up to about 5e-5: measured on 600 random inputs of the test's shape
+  and on students' own inputs (variants), where it uses up to 1/20 of 1e-3; the lesson's
+  fixed inputs alone had shown 5.8e-6. rtol = atol = 3e-3 keeps it under 1/50; the closest
+  mistake is hundreds of times outside, and a softmax without max subtraction gives inf or NaN.
 - `HAND`, exercise 1: numbers rounded or truncated to three decimals (0.669 and 0.670 for
   0.6698); the closest slip, scores divided by d_k, moves the weights by 47 times that.
 - `BLOCKWISE_MEMORY`, exercise 4: the peak memory `attention_blockwise` may allocate in one
@@ -63,7 +68,7 @@ class Tolerance:
 FLOAT_RESULTS = Tolerance(rtol=1e-4, atol=1e-4)
 BLOCKWISE_MEMORY_T = 2048  # n = m = T in exercise 4's memory test
 BLOCKWISE_MEMORY = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T * 8 // 4  # bytes: 8 MiB
-LARGE_SCORES = Tolerance(rtol=1e-3, atol=1e-3)
+LARGE_SCORES = Tolerance(rtol=3e-3, atol=3e-3)
 HAND = 1e-3 + 1e-12  # the 1e-12 absorbs the binary representation of 0.669 - 0.6698
 # Exercise 1's later steps judged against the student's own earlier numbers (error carried
 # forward): their own rounding (HAND) plus that of the step before, through softmax's slope

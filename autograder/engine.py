@@ -4,7 +4,9 @@
     -> diagnose the exercises that lost points -> score and report
 
 Student code only ever runs inside the sandbox; the suites, the reference and the
-diagnoses run here and see plain data.
+diagnoses run here and see plain data. Every step grades against the `variant` it is given
+(`autograder.variants`: the student's own numbers and hidden inputs; the lesson's by
+default), never against the variant the notebook claims to show.
 """
 
 from __future__ import annotations
@@ -16,51 +18,76 @@ from autograder.report import build_report
 from autograder.runner import run_tests
 from autograder.student import Student
 from autograder.submission import SubmittedCell, read_content, read_submission
+from autograder.variants import DEFAULT, Variant
+from autograder.variants.shown import shown_label
+
+# The environment variable the notebook's *Your numbers* cell reads the student id from, set
+# in the sandbox to the id the submission is graded as (as JupyterHub sets JUPYTERHUB_USER):
+# a notebook that works its answers out from its numbers works them out for its owner.
+STUDENT_ID_VARIABLE = "SDPA_STUDENT_ID"
 
 
-def grade_submission(path: Path | str, *, limits=None, pool=None) -> dict:
+def grade_submission(path: Path | str, *, limits=None, pool=None,
+                     variant: Variant = DEFAULT) -> dict:
     """Grade the `.ipynb` or `.py` file at `path`; the report of CONTRACT section 2.
 
     Raises `autograder.submission.SubmissionError` when the file cannot be read as a
     submission (missing, empty, broken JSON, another assignment's notebook).
     """
     cells = read_submission(path)  # 1. the student's cells, in order
-    return grade_cells(cells, submission=str(path), limits=limits, pool=pool)
+    return grade_cells(cells, submission=str(path), limits=limits, pool=pool, variant=variant)
 
 
 def grade_content(
-    content: bytes | str | dict, *, name: str, limits=None, pool=None
+    content: bytes | str | dict, *, name: str, limits=None, pool=None,
+    variant: Variant = DEFAULT,
 ) -> dict:
     """Like `grade_submission` for contents shipped without a file: the bytes or text of a
     notebook or `.py` file, or a notebook already decoded from JSON. `name` is reported as
     the submission and its suffix says `.ipynb` or `.py`."""
     return grade_cells(read_content(content, name=name), submission=name, limits=limits,
-                       pool=pool)
+                       pool=pool, variant=variant)
+
+
+def _student_id_cell(variant: Variant):
+    """A first cell, run before the student's: the id the submission is graded as."""
+    from autograder.sandbox import Cell
+
+    source = (f"import os as _os\n_os.environ[{STUDENT_ID_VARIABLE!r}] = "
+              f"{variant.student!r}\ndel _os\n")
+    return Cell(source=source, label="the grader's setup", first_line=0)
 
 
 def grade_cells(
-    cells: list[SubmittedCell], *, submission: str, limits=None, pool=None
+    cells: list[SubmittedCell], *, submission: str, limits=None, pool=None,
+    variant: Variant = DEFAULT,
 ) -> dict:
     """Run the submission's cells in a fresh sandbox and grade them."""
     from autograder.sandbox import Cell, Sandbox
 
     sandboxed = [Cell(source=c.source, label=c.label, first_line=c.first_line) for c in cells]
-    with Sandbox(sandboxed, limits=limits, pool=pool) as sandbox:
-        outcomes = sandbox.start()  # 2. run the cells; a failing cell does not stop the rest
-        student = Student(sandbox)
+    setup = [_student_id_cell(variant)] if variant.student else []
+    with Sandbox(setup + sandboxed, limits=limits, pool=pool) as sandbox:
+        outcomes = sandbox.start()[len(setup):]  # 2. run the cells, the student's own reported
+        student = Student(sandbox, variant)
         results = run_tests(student)  # 3. the hidden suites, compared in this process
         diagnoses = diagnose_submission(  # 4. probe the exercises that lost points
             student, results, cells=cells, outcomes=outcomes,
             forbidden_imports=set(sandbox.forbidden_imports),
         )
+        shown = shown_label(student)  # what the notebook says it showed: reported, not used
         output, warnings = sandbox.output, list(sandbox.warnings)
         refused = sorted(sandbox.forbidden_imports)
         isolation = sandbox.isolation
     if refused:
         warnings.append(f"the submission tried to import {', '.join(refused)}; refused")
+    if shown is not None and shown != variant.label:
+        warnings.append(f"the notebook shows the numbers of variant {shown}, but it was graded "
+                        f"as {variant.text()}, with that variant's numbers")
     report = build_report(  # 5. score and report
         submission, results, diagnoses, cells=cells, outcomes=outcomes, output=output,
-        warnings=warnings,
+        warnings=warnings, variant=variant,
     )
+    report["variant"]["shown"] = shown  # what the notebook said it showed, if it said
     report["isolation"] = isolation  # "unsafe-none" only when asked for; warnings say so
     return report

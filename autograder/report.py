@@ -5,7 +5,11 @@ exercises they belong to), `output` (what the student's code printed), `outputs`
 own text and figures, for the feedback page), `warnings` (notes for the student and the
 instructor) and `missing_modules` (`[{"module": "scipy", "names": ["softmax", ...]}]`: modules the
 submission needs that the grader does not have, and the required names that failed because
-of each).
+of each) and `variant` (whose exercises were graded: `{"label": "3f9a2c", "student": "alice",
+"ex1": {...}, "ex2": {...}, "own_inputs": true, "shown": "3f9a2c"}`, the numbers of exercises
+1 and 2, never a hidden input; label `default` for the lesson's own numbers; `own_inputs`
+whether the hidden inputs were the student's own; `shown` the label of the numbers the
+notebook itself showed, when it said so plainly, else None).
 
 A failed test's message is the test's own, except where a diagnosis explains the failure:
 then the diagnosis says why instead of the test's generic hint (`diagnoses.explanations`),
@@ -30,6 +34,7 @@ from autograder.diagnoses.modules import explain as explain_module
 from autograder.diagnoses.modules import find_missing_modules, note
 from autograder.exercises import EXERCISES, MAX_SCORE
 from autograder.runner import not_attempted
+from autograder.variants import DEFAULT, Variant
 
 OUTPUT_LIMIT = 4000  # characters of the student's own output kept in the report
 CELL_OUTPUT_LIMIT = 2000  # characters of one cell's output kept in "outputs"
@@ -38,7 +43,7 @@ CELL_OUTPUTS_LIMIT = 16_000  # characters of all cells' outputs kept in "outputs
 
 def build_report(
     submission: str, results, diagnoses: dict[str, list[str]], *, cells=(), outcomes=(),
-    output: str = "", warnings=(),
+    output: str = "", warnings=(), variant: Variant = DEFAULT,
 ) -> dict:
     """Scores per test and exercise, diagnoses, and the cells that failed to run."""
     failed_cells = _failed_cells(cells, outcomes)
@@ -55,7 +60,7 @@ def build_report(
                 "score": r.score,
                 "max_score": r.max_score,
                 "passed": r.passed,
-                "message": _message(r, failed_cells.get(key, []), codes, module_of),
+                "message": _message(r, failed_cells.get(key, []), codes, module_of, variant),
             }
             for r in own
         ]
@@ -87,6 +92,7 @@ def build_report(
         "warnings": [*note(missing), *warnings],
         "missing_modules": [{"module": module, "names": names}
                             for module, names in missing.items()],
+        "variant": variant.public(),
     }
     kit_errors = [f"{r.exercise}/{r.name}: {r.kit_error}" for r in results if r.kit_error]
     if kit_errors:
@@ -140,7 +146,8 @@ def _failed_cells(cells, outcomes) -> dict[str, list[dict]]:
     return failed
 
 
-def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str]) -> str:
+def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str],
+             variant: Variant) -> str:
     """What the student reads about one test: why it failed, as precisely as is known."""
     if result.passed:
         return ""
@@ -152,7 +159,7 @@ def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str])
         cell = next((c for c in failed_cells if result.missing_name in c["source"]),
                     failed_cells[0])
         return f"{result.message} ({cell['cell']} failed: {cell['error'] or cell['status']})"
-    because = explanation(result.exercise, result.name, codes)
+    because = explanation(result.exercise, result.name, codes, variant)
     if because:
         return join_hint(result.problem or result.message, because)
     return result.message
@@ -161,6 +168,12 @@ def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str])
 def render_text(report: dict) -> str:
     """The report as a table: one line per exercise, then each failed test and its message."""
     lines = [f"Grade report for {_safe(report['submission'])}", ""]
+    variant = report.get("variant") or {}
+    if variant.get("label", "default") != "default":
+        owner = f" (student {_safe(variant['student'])})" if variant.get("student") else ""
+        inputs = " and hidden inputs" if variant.get("own_inputs") else ""
+        lines[1:1] = [f"Graded as variant {_safe(variant['label'])}{owner}, with its own "
+                      f"numbers{inputs}"]
     for key, ex in report["exercises"].items():
         title = EXERCISES[key].title
         lines.append(f"  {key}  {title:<38} {_fmt(ex['score']):>5} / {_fmt(ex['max_score'])}"

@@ -6,14 +6,20 @@ the sandboxed process; nothing the student defined ever runs in the trusted proc
 
 from __future__ import annotations
 
+from autograder.variants import DEFAULT, Variant
+
 # Once a function has hung, blown its memory or killed its process, calling it again would
 # only cost the limit (or one of the sandbox's few restarts) again: later calls fail at once
 # with the same error.
 
 
 class Student:
-    def __init__(self, sandbox):
+    """The submission's names, called in its sandbox; `variant` is whose exercises they are
+    (`autograder.variants`): the numbers and hidden inputs the tests grade against."""
+
+    def __init__(self, sandbox, variant: Variant = DEFAULT):
         self._sandbox = sandbox
+        self.variant = variant
         self._exhausted: dict[str, Exception] = {}
 
     def has(self, name: str) -> bool:

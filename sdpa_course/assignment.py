@@ -3,10 +3,13 @@
 `sdpa/attention.ipynb` is the assignment and its notebook, under `source/`, `release/`,
 `submitted/<student>/`, `autograded/<student>/` and `feedback/<student>/` alike; `sdpa_course`
 is the kit's key in a notebook's metadata (the engine's report in an autograded notebook, the
-build note in a generated one). At the bottom of `sdpa_course` with `errors`: it imports nothing.
+build note in a generated one). `your_numbers` is the grade_id of the notebook's locked cell that
+works out each student's numbers (`sdpa-course release` writes the course's key into it). At the
+bottom of `sdpa_course` with `errors`: it imports nothing.
 """
 
 ASSIGNMENT = "sdpa"
 NOTEBOOK = "attention"
 METADATA_KEY = "sdpa_course"
 REPORTS_DIRECTORY = "reports"  # reports/<assignment>/ in the course: the kit's records and report
+NUMBERS_CELL = "your_numbers"

@@ -35,10 +35,14 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
+    from sdpa_course.course.directory import Course  # deferred: start-up time
     from sdpa_course.course.release import release_assignment  # deferred: start-up time
+    from sdpa_course.nbgrader_ext.variants import how_to_add_a_seed  # deferred: start-up time
 
     out = release_assignment(Path(args.course_dir))
     print(f"Released the assignment for students: {out}")
+    if not Course.open(Path(args.course_dir)).variants.has_seed:
+        print(f"Note: {how_to_add_a_seed()}")
     return 0
 
 
@@ -67,7 +71,35 @@ def _feedback(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    return check_path(Path(args.path), as_json=args.json)
+    if args.course and not args.student:
+        raise KitError("--course needs --student: the id of the student to grade as")
+    variant = None
+    if args.student and args.course:
+        from sdpa_course.course.directory import Course  # deferred: start-up time (nbgrader)
+
+        course = Course.open(Path(args.course))
+        variant = course.variants.variant(args.student, course.assignment)
+    elif args.student:
+        from autograder.variants import public_variant  # deferred: start-up time
+        from sdpa_course.assignment import ASSIGNMENT  # deferred: start-up time
+        from sdpa_course.nbgrader_ext.variants import notebook_numbers_key  # deferred: nbgrader
+
+        key = notebook_numbers_key(Path(args.path))
+        if not key:
+            raise KitError(f"{args.path} carries no course key (a notebook released by a "
+                           "course with a seed does): its numbers are the lesson's, check it "
+                           "without --student")
+        variant = public_variant(key, ASSIGNMENT, args.student)
+    return check_path(Path(args.path), as_json=args.json, variant=variant)
+
+
+def _variant(args: argparse.Namespace) -> int:
+    from sdpa_course.course.variants import show_variant  # deferred: start-up time
+
+    answer_key = Path(args.answer_key) if args.answer_key else None
+    print(show_variant(Path(args.course_dir), args.student, as_json=args.json,
+                       answer_key=answer_key))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,7 +152,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="grade one submission (.ipynb or .py) locally")
     p.add_argument("path", help="the notebook or Python file to check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--student", metavar="ID", default=None,
+                   help="grade as this student: their own numbers, from the notebook's "
+                        "course key (default: the lesson's numbers)")
+    p.add_argument("--course", metavar="DIR", default=None,
+                   help="with --student: the course directory whose seed gives the student's "
+                        "numbers and hidden inputs (for instructors)")
     p.set_defaults(func=_check)
+
+    p = sub.add_parser("variant", help="a student's own numbers and expected answers")
+    p.add_argument("student", help="the student id, as in submitted/<student>/")
+    p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
+    p.add_argument("--json", action="store_true", help="print them as JSON")
+    p.add_argument("--answer-key", metavar="PATH", default=None,
+                   help="also write the student's answer key (a notebook) to PATH")
+    p.set_defaults(func=_variant)
     return parser
 
 

@@ -5,8 +5,10 @@ report) -> a short table of results and the paths to open.
 
 The class: the answer key; one submission per misconception of the catalogue (CONTRACT
 section 3) and one hostile submission, each built from the answer key with the student's
-code replaced by a case of the engine's corpus (`autograder.corpus`); and one notebook with
-broken JSON, to show that a submission the kit cannot grade is reported, never scored 0.
+code replaced by a case of the engine's corpus (`autograder.corpus`), written with that
+student's own numbers (the course has a seed, so each student has a variant); and one
+notebook with broken JSON, to show that a submission the kit cannot grade is reported, never
+scored 0.
 
 The demo drives the whole kit, so it sits on top beside `cli`: it may import `course`,
 `grading`, `reports` and `autograder.corpus`; only `cli` imports it.
@@ -24,10 +26,12 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.corpus import case as corpus_case
 from autograder.corpus import cases
 from autograder.exercises import MAX_SCORE
 from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
 from sdpa_course.course.create import init_course
+from sdpa_course.course.directory import Course
 from sdpa_course.course.material import notebook_path
 from sdpa_course.course.release import release_assignment
 from sdpa_course.grading.grade import grade_course
@@ -103,9 +107,12 @@ def notebook_from_source(answer_key, source: str):
 def build_class(course: Path, answer_key_path: Path) -> dict[str, object]:
     """Put the demo class under submitted/; return each student's corpus case (or None)."""
     answer_key = nbformat.read(str(answer_key_path), as_version=4)
+    variants = Course.open(course).variants
     students: dict[str, object] = {ANSWER_KEY_STUDENT: None}
     notebooks = {ANSWER_KEY_STUDENT: answer_key}
-    for case in demo_cases():
+    for chosen in demo_cases():
+        # the student's own numbers: the case's name is the student's id
+        case = corpus_case(chosen.name, variants.variant(chosen.name))
         students[case.name] = case
         notebooks[case.name] = notebook_from_source(answer_key, case.source)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S.000000 UTC", time.gmtime())

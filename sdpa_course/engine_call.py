@@ -7,7 +7,8 @@ callers: `EngineGrades` in a plain `nbgrader autograde`, the local worker proces
 (`grade_path`, on a file) and the Dask workers (`grade_bytes`, on a file's contents).
 
 `grade_path` takes the engine as a parameter, `autograder.engine.grade_submission` unless a
-test passes a stand-in (tests/fake_engine.py).
+test passes a stand-in (tests/fake_engine.py). Both take the student's `variant`
+(`autograder.variants`), which the engine grades against.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 from autograder.engine import grade_content, grade_submission
 from autograder.sandbox import IsolationUnavailable, SandboxPool
 from autograder.submission import SubmissionError
+from autograder.variants import DEFAULT, Variant
 from sdpa_course.errors import GradingFailed, KitError
 
-# `engine(path, *, pool=...)` -> the report of CONTRACT section 2
+# `engine(path, *, variant=..., pool=...)` -> the report of CONTRACT section 2
 Engine = Callable[..., dict]
 ISOLATED = "namespaces"
 UNSAFE = "unsafe-none"  # `grade --unsafe-no-isolation`: typed by the instructor, recorded
@@ -57,14 +59,15 @@ def checked_report(raw: object) -> dict:
 
 
 def grade_path(path: Path, *, engine: Engine = grade_submission,
-               pool: SandboxPool | None = None) -> dict:
+               pool: SandboxPool | None = None, variant: Variant = DEFAULT) -> dict:
     """Grade one notebook with the engine; GradingFailed when it cannot be graded."""
-    return _graded(lambda **kw: engine(path, **kw), pool)
+    return _graded(lambda **kw: engine(path, variant=variant, **kw), pool)
 
 
-def grade_bytes(content: bytes, name: str, *, pool: SandboxPool | None = None) -> dict:
+def grade_bytes(content: bytes, name: str, *, pool: SandboxPool | None = None,
+                variant: Variant = DEFAULT) -> dict:
     """`grade_path` for a notebook's contents; `name` is reported as the submission."""
-    return _graded(lambda **kw: grade_content(content, name=name, **kw), pool)
+    return _graded(lambda **kw: grade_content(content, name=name, variant=variant, **kw), pool)
 
 
 def _graded(call: Callable[..., object], pool: SandboxPool | None) -> dict:

@@ -30,7 +30,7 @@ MAX = {key: exercise.max_score for key, exercise in EXERCISES.items()}
 LEAKY_PATH = "/opt/grader/autograder/suites/test_ex3.py"
 
 
-def grade_submission(path, *, limits=None, pool=None) -> dict:
+def grade_submission(path, *, limits=None, pool=None, variant=None) -> dict:
     notebook = json.loads(Path(path).read_text())
     code = "\n".join(
         "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
@@ -68,6 +68,7 @@ def grade_submission(path, *, limits=None, pool=None) -> dict:
     required = [key for key, ex in EXERCISES.items() if not ex.extra_credit]
     return {
         "submission": str(path),
+        "variant": None if variant is None else variant.public(),
         "score": sum(scores[key] for key in required),
         "max_score": MAX_SCORE,
         "extra_credit": sum(v for key, v in scores.items() if key not in required),

@@ -1,7 +1,8 @@
 """Small factories for the class-grading tests: a released course and submissions to put in it.
 
 The course is made once per test session with the kit's own `init_course` and
-`release_assignment`, then copied per test. The grading tests pass `tests/fake_engine.py` to
+`release_assignment` (with the tests' own course seed, so that every student's numbers are
+the same from run to run), then copied per test. The grading tests pass `tests/fake_engine.py` to
 `grade_course(..., engine=...)` so the pipeline can be tested on scores it chooses.
 """
 
@@ -9,12 +10,14 @@ from __future__ import annotations
 
 import atexit
 import copy
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
+from variant_sample import SEED
 
 REPO = Path(__file__).resolve().parent.parent
 ANSWER_KEY = REPO / "solutions" / "sdpa" / "attention.ipynb"
@@ -32,6 +35,7 @@ def released_course(path: Path) -> Path:
     if not _RELEASED:
         master = Path(tempfile.mkdtemp(prefix="sdpa-released-")) / "course"
         init_course(master)
+        with_seed(master, SEED)  # every student's numbers the same from run to run
         release_assignment(master)
         atexit.register(discard_released)  # benchmarks; the tests' conftest calls it itself
         _RELEASED.append(master)
@@ -45,10 +49,27 @@ def discard_released() -> None:
         shutil.rmtree(_RELEASED.pop().parent, ignore_errors=True)
 
 
+def with_seed(course: Path, seed: str) -> None:
+    """Put `seed` in place of the course seed `init` wrote (before the release)."""
+    config = course / "nbgrader_config.py"
+    text, count = re.subn(r'^c\.CourseVariants\.seed = "[0-9a-f]+"$',
+                          f'c.CourseVariants.seed = "{seed}"', config.read_text(), flags=re.M)
+    assert count == 1, "init wrote no seed"
+    config.write_text(text)
+
+
 def with_deadline(course: Path, deadline: float) -> None:
     """Set the course's per-submission deadline (`ClassGrading.submission_deadline`)."""
     with (course / "nbgrader_config.py").open("a") as fh:
         fh.write(f"\nc.ClassGrading.submission_deadline = {deadline}\n")
+
+
+def variant_of(course: Path, student: str):
+    """The variant `student` gets in `course` (its seed, the folder's id): build corpus cases
+    for a course with `autograder.corpus.cases(variant_of(course, student))`."""
+    from sdpa_course.course.directory import Course
+
+    return Course.open(course).variants.variant(student)
 
 
 def copy_course(template: Path, dest: Path) -> Path:

@@ -50,7 +50,7 @@ def not_json(text: str) -> bool:
 
 def test_every_contract_command_is_a_subcommand():
     commands = build_parser()._subparsers._group_actions[0].choices
-    assert {"demo", "init", "release", "grade", "check"} <= set(commands)
+    assert {"demo", "init", "release", "grade", "check", "variant"} <= set(commands)
 
 
 def test_the_console_script_is_installed_and_answers_help(tmp_path):

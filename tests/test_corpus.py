@@ -1,6 +1,7 @@
 """Every submission of the corpus gets exactly its expected score, diagnoses and failed tests,
 messages that agree with its diagnoses, and self-checks in the notebook that agree with the
-grader.
+grader: with the lesson's numbers (every case), and on a sample of students' variants (every
+correct and mistake case written with that student's numbers, graded as that student).
 
 All sandboxes share the sandbox's default pool (one zygote for the session). The time limits
 are shortened so that the endless loops of the hostile cases cost about a second each.
@@ -20,38 +21,58 @@ import pytest
 
 from autograder.corpus import cases, pieces
 from autograder.diagnoses import CODES
-from autograder.diagnoses.explanations import EXPLAINS, explained_by
+from autograder.diagnoses.explanations import EXPLAINS, explained_by, explanation_text
 from autograder.engine import grade_content
 from autograder.exercises import MAX_SCORE
 from autograder.sandbox import Cell, Limits, Sandbox
 from autograder.submission import read_content
+from autograder.variants import DEFAULT
 from sdpa_course.course.notebooks import source_notebook_path
+from tests import variant_sample
 from tests.corpus_exec import run_case
 
 QUICK = Limits(cell_seconds=2.0, call_seconds=1.0)
 CASES = {case.name: case for case in cases()}
+VARIANTS = {"default": DEFAULT,
+            **{s: variant_sample.variant(s) for s in variant_sample.QUICK + variant_sample.SLOW}}
+# (variant, case) pairs: every case with the lesson's numbers; on students' variants, every
+# correct and mistake case (hostile cases do not depend on the numbers).
+PAIRS = [pytest.param("default", name, id=name) for name in CASES] + [
+    pytest.param(student, name, id=f"{student}-{name}",
+                 marks=[pytest.mark.slow] if student in variant_sample.SLOW else [])
+    for student in variant_sample.QUICK + variant_sample.SLOW
+    for name, case in CASES.items() if case.kind != "hostile"]
+MISTAKE_PAIRS = [p for p in PAIRS if CASES[p.values[1]].kind == "mistake"]
+GRADED_PAIRS = [p for p in PAIRS if CASES[p.values[1]].kind != "hostile"]
+
 SUITES = Path(__file__).resolve().parents[1] / "autograder" / "suites"
 HIDDEN_LINES = {line.strip() for path in SUITES.glob("test_ex*.py")
                 for line in path.read_text().splitlines() if len(line.strip()) > 24}
 
 
+def case_of(student: str, name: str):
+    """The case written with the student's own numbers."""
+    return next(case for case in cases(VARIANTS[student]) if case.name == name)
+
+
 @pytest.fixture(scope="module")
 def reports():
-    """Each case graded once, on demand, shared by the tests of this module."""
+    """Each case graded once per variant, on demand, shared by the tests of this module."""
     graded = {}
 
-    def report(name):
-        if name not in graded:
-            case = CASES[name]
-            graded[name] = grade_content(case.source, name=f"{name}.py", limits=QUICK)
-        return graded[name]
+    def report(name, student="default"):
+        if (student, name) not in graded:
+            case = case_of(student, name)
+            graded[(student, name)] = grade_content(case.source, name=f"{name}.py",
+                                                    limits=QUICK, variant=VARIANTS[student])
+        return graded[(student, name)]
 
     return report
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_case_gets_its_expected_score_and_diagnoses(reports, name):
-    case, report = CASES[name], reports(name)
+@pytest.mark.parametrize("student, name", PAIRS)
+def test_case_gets_its_expected_score_and_diagnoses(reports, student, name):
+    case, report = case_of(student, name), reports(name, student)
     got = {ex: (r["score"], r["diagnoses"]) for ex, r in report["exercises"].items()}
     expected = {ex: (case.scores[ex], case.expected_diagnoses[ex]) for ex in case.scores}
     assert got == expected, _failures(report)
@@ -60,9 +81,9 @@ def test_case_gets_its_expected_score_and_diagnoses(reports, name):
     assert "kit_errors" not in report
 
 
-@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.fails is not None])
-def test_case_fails_exactly_the_tests_its_mistake_breaks(reports, name):
-    case, report = CASES[name], reports(name)
+@pytest.mark.parametrize("student, name", GRADED_PAIRS)
+def test_case_fails_exactly_the_tests_its_mistake_breaks(reports, student, name):
+    case, report = case_of(student, name), reports(name, student)
     failed = {ex: {t["name"] for t in r["tests"] if not t["passed"]}
               for ex, r in report["exercises"].items()}
     assert failed == case.expected_failures
@@ -74,10 +95,10 @@ OUTCOMES = {"crashed", "missing-name", "syntax-error", "timeout", "memory-limit"
             "forbidden-import", "unsupported-type", "missing-module"}
 
 
-@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.kind == "mistake"])
-def test_every_failure_of_a_mistake_is_explained_by_its_diagnosis(reports, name):
+@pytest.mark.parametrize("student, name", MISTAKE_PAIRS)
+def test_every_failure_of_a_mistake_is_explained_by_its_diagnosis(reports, student, name):
     """No failed test is left to a generic hint that might contradict the diagnosis."""
-    for ex, result in reports(name)["exercises"].items():
+    for ex, result in reports(name, student)["exercises"].items():
         codes = result["diagnoses"]
         if result.get("attempted") is False:
             continue  # the optional exercise, left alone: nothing to explain
@@ -87,12 +108,13 @@ def test_every_failure_of_a_mistake_is_explained_by_its_diagnosis(reports, name)
             explaining = explained_by(ex, test["name"], codes)
             assert explaining, f"{ex}/{test['name']} failed, unexplained by {codes}"
             for code in explaining:
-                assert EXPLAINS[(ex, code)][1] in test["message"], test["message"]
+                said = explanation_text(ex, code, VARIANTS[student])
+                assert said in test["message"], test["message"]
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_messages_never_show_hidden_code_or_reference_values(reports, name):
-    for exercise in reports(name)["exercises"].values():
+@pytest.mark.parametrize("student, name", PAIRS)
+def test_messages_never_show_hidden_code_or_reference_values(reports, student, name):
+    for exercise in reports(name, student)["exercises"].values():
         for test in exercise["tests"]:
             message = test["message"]
             assert not re.search(r"\d\.\d", message), message  # no computed values
@@ -185,15 +207,15 @@ CLEAN = "these quick checks pass"
 # code missing here is beyond what the self-checks look at; a misconception's phrase must
 # not appear where the grader did not diagnose it.
 SELF_CHECK_SAYS = {
-    ("ex1", "no-scaling"): ("divide it by sqrt(d_k)",),
+    ("ex1", "no-scaling"): ("divide them by sqrt(d_k)",),
     ("ex1", "wrong-scale"): ("scaled by the wrong factor",),
     ("ex1", "not-normalized"): ("softmax weights always sum to 1",),
     ("ex2", "unstable-softmax"): ("exp overflowed",),
     ("ex2", "softmax-axis"): ("instead of each row",),
     ("ex2", "not-normalized"): ("divide by the sum of the exponentials",),
     ("ex2", "wrong-key"): ("the smaller key's weight",),
-    ("ex2", "no-scaling"): ("divide the scores by sqrt(64)",),
-    ("ex2", "wrong-scale"): ("divided by d_k = 64",),
+    ("ex2", "no-scaling"): ("divide the scores by sqrt(d_k)",),
+    ("ex2", "wrong-scale"): ("uses scores divided by d_k",),
     ("ex2", "wrong-gradient"): ("does not match a finite-difference estimate", "cannot be right"),
     ("ex2", "raw-score-gradient"): ("derivative with respect to the raw score",),
     ("ex2", "imprecise-gradient"): ("only approximately right",),
@@ -236,10 +258,10 @@ def self_check_cells() -> dict[str, str]:
     return {cell.id: cell.source for cell in notebook.cells}
 
 
-def _self_checks_say(cells, case) -> dict[str, str]:
-    """Exercise -> what its self-checks print after the case's code ran, as in the notebook."""
-    namespace: dict = {}
-    exec(cells["setup"], namespace)
+def _self_checks_say(cells, case, student="default") -> dict[str, str]:
+    """Exercise -> what its self-checks print after the case's code ran, as in the notebook
+    released to the student."""
+    namespace = variant_sample.in_notebook(cells, VARIANTS[student])
     run_case(case, namespace)
     said = {}
     for ex, grade_ids in SELF_CHECKS.items():
@@ -251,12 +273,12 @@ def _self_checks_say(cells, case) -> dict[str, str]:
     return said
 
 
-@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.kind != "hostile"])
-def test_self_checks_agree_with_the_grader(reports, self_check_cells, name):
+@pytest.mark.parametrize("student, name", GRADED_PAIRS)
+def test_self_checks_agree_with_the_grader(reports, self_check_cells, student, name):
     """Full marks: every self-check of the exercise is clean. Points lost: the self-checks
     name each diagnosis they look for, and none the grader did not give."""
-    said = _self_checks_say(self_check_cells, CASES[name])
-    for ex, result in reports(name)["exercises"].items():
+    said = _self_checks_say(self_check_cells, case_of(student, name), student)
+    for ex, result in reports(name, student)["exercises"].items():
         text, codes = said[ex], result["diagnoses"]
         if result["score"] == result["max_score"]:
             assert text.count(CLEAN) == len(SELF_CHECKS[ex]), text

@@ -19,10 +19,17 @@ from pathlib import Path
 
 import pytest
 from dask_cluster import start_cluster, wait_until
-from grade_course_factory import answer_key, copy_course, released_course, submit
+from grade_course_factory import (
+    answer_key,
+    copy_course,
+    released_course,
+    submit,
+    variant_of,
+)
 from loopback import unused_address
 from nbgrader.api import Gradebook
 
+from autograder.corpus import case as corpus_case
 from autograder.corpus import cases
 from sdpa_course.cli import main
 from sdpa_course.demo import notebook_from_source
@@ -52,7 +59,8 @@ def build_class(course: Path, corpus: list) -> list[str]:
     students = ["answer-key", "answer-key-again", BROKEN]
     for i, case in enumerate(corpus):
         student = f"s{i:02d}-{case.name}"
-        submit(course, student, notebook_from_source(key, case.source))
+        own = corpus_case(case.name, variant_of(course, student))  # the student's numbers
+        submit(course, student, notebook_from_source(key, own.source))
         students.append(student)
     return students
 

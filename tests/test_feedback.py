@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grade_course_factory import REPO, answer_key, released_course, submit
+from grade_course_factory import REPO, answer_key, released_course, submit, variant_of
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 from nbgrader.utils import determine_grade
@@ -78,12 +78,13 @@ CASES = ("ex3-mask-inverted", "read-hidden-files", "exit-in-call", "loop-at-impo
          "memory-hog-in-call")
 
 
-def notebook_for(case_name: str):
-    from autograder.corpus import cases
+def notebook_for(case_name: str, course):
+    """The corpus case, with the numbers of the student named after it in `course`."""
+    from autograder.corpus import case
     from sdpa_course.demo import notebook_from_source
 
-    case = next(c for c in cases() if c.name == case_name)
-    return notebook_from_source(answer_key(), case.source)
+    own = case(case_name, variant_of(course, case_name))
+    return notebook_from_source(answer_key(), own.source)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def real_class(tmp_path_factory):
     course = released_course(tmp_path_factory.mktemp("real") / "course")
     submit(course, "key", answer_key())
     for name in CASES:
-        submit(course, name, notebook_for(name))
+        submit(course, name, notebook_for(name, course))
     result = grade_course(course, workers=2)
     return course, result
 

@@ -17,6 +17,7 @@ from autograder.exercises import EXERCISES
 from autograder.report import build_report, render_text
 from autograder.runner import run_tests
 from autograder.sandbox import MissingName
+from autograder.variants import DEFAULT
 
 
 def _deep(levels):
@@ -51,6 +52,8 @@ def test_checks_answer_mismatch_or_a_value_never_anything_else(value):
 
 class HostileStudent:
     """Every required name holds `value`, and every function returns it."""
+
+    variant = DEFAULT
 
     def __init__(self, value):
         self.returned = value

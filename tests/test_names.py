@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from autograder.exercises import EXERCISES, exercise_key, exercise_label
-from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK, NUMBERS_CELL
 from sdpa_course.reports.feedback_text import exercise_text, summary_view
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,8 +32,9 @@ def test_the_notebook_heads_each_exercise_with_its_catalogue_heading(key):
 
 
 def test_every_cell_of_an_exercise_is_named_by_its_key():
+    # besides the exercises' cells: the notebook's setup and the student's own numbers
     for grade_id in grade_cells():
-        assert grade_id == "setup" or exercise_key(grade_id) in EXERCISES, grade_id
+        assert grade_id in ("setup", NUMBERS_CELL) or exercise_key(grade_id) in EXERCISES, grade_id
 
 
 @pytest.mark.parametrize("key", EXERCISES)

@@ -14,7 +14,9 @@ import nbformat
 import numpy as np
 import pytest
 
+from autograder.variants import DEFAULT
 from sdpa_course.course.notebooks import source_notebook_path
+from tests.variant_sample import in_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 CLEAN = "these quick checks pass. More tests run when your work is graded."
@@ -26,10 +28,10 @@ def cells() -> dict[str, str]:
     return {cell.id: cell.source for cell in nb.cells}
 
 
-def run_self_check(cells, grade_id: str, **student) -> str:
-    """What the self-check cell `grade_id` prints for a student namespace."""
-    namespace: dict = {}
-    exec(cells["setup"], namespace)
+def run_self_check(cells, grade_id: str, variant=DEFAULT, **student) -> str:
+    """What the self-check cell `grade_id` prints for a student namespace (after the
+    notebook's setup and *Your numbers* cells, for `variant`'s student)."""
+    namespace = in_notebook(cells, variant)
     namespace.update(student)
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
@@ -118,7 +120,7 @@ def test_ex1_spots_unscaled_scores(cells):
     weights = good_softmax(np.array([1.0, 0.0]))  # (2,)
     said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(1.0, 0.0), ex1_weights=weights,
                           ex1_output=weights)
-    assert "divide it by sqrt(d_k)" in said and CLEAN not in said
+    assert "divide them by sqrt(d_k)" in said and CLEAN not in said
 
 
 def test_ex1_spots_weights_that_do_not_sum_to_one(cells):
@@ -194,7 +196,7 @@ def test_ex2_numbers_spot_the_smaller_keys_weight(cells):
 def test_ex2_numbers_spot_a_missing_scale(cells):
     said = run_self_check(cells, "ex2_selfcheck_numbers",
                           **numbers(lesson_weight(8.0), lesson_weight(8.0)))
-    assert "divide the scores by sqrt(64)" in said
+    assert "divide the scores by sqrt(d_k) = 8" in said
 
 
 def test_ex2_numbers_spot_a_wrong_gradient_without_revealing_it(cells):

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from grade_course_factory import answer_key, submit
+from grade_course_factory import answer_key, submit, variant_of
 from postgres_server import start_server, why_unavailable
 from required import unavailable
 
-from autograder.corpus import cases
+from autograder.corpus import case
 from sdpa_course.course.create import init_course
 from sdpa_course.course.release import release_assignment
 from sdpa_course.demo import notebook_from_source
@@ -50,10 +50,10 @@ def graded_on_postgres(postgres, tmp_path_factory):
     # What nbgrader's gradebook holds: the score plus exercise 4's extra credit.
     expected = {"ada": 20.0 + 4.0}
     submit(course, "ada", key)
-    by_name = {case.name: case for case in cases()}
     for name in CASES:
-        submit(course, name, notebook_from_source(key, by_name[name].source))
-        expected[name] = by_name[name].expected_score + by_name[name].expected_extra_credit
+        own = case(name, variant_of(course, name))  # with the student's own numbers
+        submit(course, name, notebook_from_source(key, own.source))
+        expected[name] = own.expected_score + own.expected_extra_credit
     submit(course, "cy", text='{"cells": [ this is not json')
     result = grade_course(course, workers=2, progress_stream=open(os.devnull, "w"))
     return course, db_url, result, expected

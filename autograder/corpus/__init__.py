@@ -13,24 +13,31 @@ state its score like any other (`expected_extra_credit`).
     from autograder.corpus import cases
     for case in cases():
         case.name, case.source, case.expected_score, case.expected_diagnoses, case.fails
+
+`cases(variant)` writes exercises 1 and 2 with that student's own numbers (the lesson's by
+default): every case expects the same grade on every variant.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from autograder.compare import significant_figures
 from autograder.corpus import pieces as p
+from autograder.diagnoses.ex1 import scale_slips
 from autograder.exercises import EXERCISES
+from autograder.variants import DEFAULT, Variant, variant_for
 
 FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0, "ex4": 4.0}
 REQUIRED = {ex: points for ex, points in FULL.items() if not EXERCISES[ex].extra_credit}
 CHECKS = (p.ROWS_SUM_ALLCLOSE, p.FUTURE_TRIU)  # exercise 3(c), right
-CORRECT_EX1, CORRECT_EX2, CORRECT_EX3 = (
-    (p.EX1_ROUNDED,),
-    (p.SOFTMAX_STABLE, p.EX2_ROUNDED),
-    (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU, *CHECKS),
-)
+CORRECT_EX3 = (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU, *CHECKS)
+# Classmates' variants, for the case of a notebook that shows another student's numbers.
+CLASSMATES_SEED = "c1a55e00" * 8
 
 # Groups of hidden tests, by name, for the failing sets below.
 EX2_SOFTMAX = ("softmax_of_a_vector_matches_reference",
@@ -143,102 +150,158 @@ def _hostile(name, description, *parts, scores=None, codes=None):
                 codes or {})
 
 
-def _with_ex3(*ex3_parts, checks=CHECKS):
-    return (*CORRECT_EX1, *CORRECT_EX2, *ex3_parts, *checks)
+def _forward_difference_step(variant: Variant) -> tuple[float, tuple[str, ...]]:
+    """(step, the gradient tests it fails). With the lesson's numbers a forward difference
+    with step 1e-2 is just outside three significant figures for grad_unscaled (1.7 units)
+    and inside them for grad_scaled. On other gaps 1e-2 may be inside for both (the answer is
+    then right to three figures), so other variants take a step of 0.1: 1.5% to 5% off, outside
+    three figures (at most 1%) and inside `imprecise-gradient` (20%) for every gap and d_k."""
+    if variant.is_default:
+        return 1e-2, EX2_NUMBERS[2:3]
+    return 0.1, EX2_NUMBERS[2:]
 
 
-def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
-    return _mistake(name, description, *_with_ex3(attention, p.CAUSAL_MASK_TRIU),
-                    lose={"ex3": lose}, codes={"ex3": codes}, fails={"ex3": fails})
+def _p_unscaled_apart(other: Variant, variant: Variant) -> float:
+    """How far the classmate's p_unscaled, as written (`pieces.ex2_rounded`), is from the
+    student's, in units of its third significant figure: every gap of the family gives 0.998
+    to 1.00, so it is often right for both."""
+    mine = variant.ex2.expected()["p_unscaled"]
+    written = float(format(other.ex2.expected()["p_unscaled"], ".4g"))
+    return abs(mine - written) / significant_figures(mine)
 
 
-def _ex3_check_mistake(name, description, rows_check, future_check, fails, *codes):
-    return _mistake(name, description, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU,
-                                                   checks=(rows_check, future_check)),
-                    lose={"ex3": 1}, codes={"ex3": codes}, fails={"ex3": fails})
+def _unlike(other: Variant, variant: Variant) -> bool:
+    """Every answer of `other` is far from `variant`'s (p_unscaled far or the same), and none
+    earns a point for it by coincidence (scores that are a slip on the student's own dot
+    products, an output that is the weighted sum of the student's own values)."""
+    mine, theirs = variant.ex1.expected(), other.ex1.expected()
+    far = 0.05  # 50 times the three-decimal tolerance
+    own_slips = [variant.ex1.raw * f for f in (variant.ex1.scale, *scale_slips(variant.ex1.d_k))]
+    ex1_apart = (all(np.abs(mine[k] - theirs[k]).max() > far for k in mine)
+                 and all(np.abs(theirs["ex1_scores"] - s).max() > far for s in own_slips)
+                 and np.abs(theirs["ex1_weights"] @ variant.ex1.values
+                            - theirs["ex1_output"]).max() > far)
+    mine, theirs = variant.ex2.expected(), other.ex2.expected()
+    ex2_apart = all(abs(mine[k] - theirs[k]) > 5 * significant_figures(mine[k])
+                    for k in ("p_scaled", "grad_unscaled", "grad_scaled"))
+    return ex1_apart and ex2_apart and abs(_p_unscaled_apart(other, variant) - 1) > 0.1
 
 
-def _ex4_mistake(name, description, blockwise, fails, *codes):
-    lose = sum({**dict.fromkeys(BLOCKWISE_VALUES[:2], 0.75),
-                **dict.fromkeys(BLOCKWISE_VALUES[2:] + BLOCKWISE_STABLE, 0.5),
-                BLOCKWISE_MEMORY[0]: 1.0}[test] for test in fails)
-    return _mistake(name, description, *_with_ex3(*CORRECT_EX3[:2]), blockwise,
-                    lose={"ex4": lose}, codes={"ex4": codes}, fails={"ex4": fails})
+def classmate(variant: Variant) -> Variant:
+    """The first classmate whose numbers give answers all unlike `variant`'s."""
+    for index in itertools.count():
+        other = variant_for(CLASSMATES_SEED, "sdpa", f"classmate-{index}")
+        if _unlike(other, variant):
+            return other
+    raise AssertionError("unreachable")
 
 
-def cases() -> list[Case]:
-    """Every case of the corpus, correct ones first."""
+def cases(variant: Variant = DEFAULT) -> list[Case]:
+    """Every case of the corpus, correct ones first, with `variant`'s numbers."""
+    ex1, ex2 = variant.ex1, variant.ex2
+    ex1_rounded, ex2_rounded = p.ex1_rounded(ex1), p.ex2_rounded(ex2)
+    correct_ex1, correct_ex2 = (ex1_rounded,), (p.SOFTMAX_STABLE, ex2_rounded)
+    step, imprecise_fails = _forward_difference_step(variant)
+    other = classmate(variant)
+    other_fails = EX2_NUMBERS[1:] if _p_unscaled_apart(other, variant) < 1 else EX2_NUMBERS
+
+    def _with_ex3(*ex3_parts, checks=CHECKS):
+        return (*correct_ex1, *correct_ex2, *ex3_parts, *checks)
+
+    def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
+        return _mistake(name, description, *_with_ex3(attention, p.CAUSAL_MASK_TRIU),
+                        lose={"ex3": lose}, codes={"ex3": codes}, fails={"ex3": fails})
+
+    def _ex3_check_mistake(name, description, rows_check, future_check, fails, *codes):
+        return _mistake(name, description, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU,
+                                                       checks=(rows_check, future_check)),
+                        lose={"ex3": 1}, codes={"ex3": codes}, fails={"ex3": fails})
+
+    def _ex4_mistake(name, description, blockwise, fails, *codes):
+        lose = sum({**dict.fromkeys(BLOCKWISE_VALUES[:2], 0.75),
+                    **dict.fromkeys(BLOCKWISE_VALUES[2:] + BLOCKWISE_STABLE, 0.5),
+                    BLOCKWISE_MEMORY[0]: 1.0}[test] for test in fails)
+        return _mistake(name, description, *_with_ex3(*CORRECT_EX3[:2]), blockwise,
+                        lose={"ex4": lose}, codes={"ex4": codes}, fails={"ex4": fails})
+
     return [
         _correct("lesson-style", "the lesson's own code and hand-rounded numbers",
-                 p.EX1_ROUNDED, p.SOFTMAX_STABLE, p.EX2_ROUNDED, p.ATTENTION_LESSON,
+                 ex1_rounded, p.SOFTMAX_STABLE, ex2_rounded, p.ATTENTION_LESSON,
                  p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("numpy-computed", "every number computed with numpy, np.where masking",
-                 p.EX1_COMPUTED, p.SOFTMAX_STABLE, p.EX2_COMPUTED, p.ATTENTION_WHERE,
+                 p.ex1_computed(ex1), p.SOFTMAX_STABLE, p.ex2_computed(ex2), p.ATTENTION_WHERE,
                  p.CAUSAL_MASK_TRIU, p.ROWS_SUM_ISCLOSE, p.FUTURE_MASKED, p.BLOCKWISE_KEYS),
         _correct("plain-loops", "plain Python loops and lists, no numpy in the answers",
-                 p.EX1_ROUNDED, p.SOFTMAX_LOOPS, p.EX2_ROUNDED, p.ATTENTION_LOOPS,
+                 ex1_rounded, p.SOFTMAX_LOOPS, ex2_rounded, p.ATTENTION_LOOPS,
                  p.CAUSAL_MASK_LOOPS, p.ROWS_SUM_LOOPS, p.FUTURE_LOOPS, p.BLOCKWISE_TILES),
         _correct("noisy", "correct, but prints, warns and divides by zero along the way",
                  p.NOISY, *_with_ex3(p.ATTENTION_LESSON, p.CAUSAL_MASK_TRIU)),
         _correct("float32", "float32 throughout softmax and attention, a -1e9 fill",
-                 p.EX1_ROUNDED, p.SOFTMAX_FLOAT32, p.EX2_COMPUTED, p.ATTENTION_FLOAT32,
+                 ex1_rounded, p.SOFTMAX_FLOAT32, p.ex2_computed(ex2), p.ATTENTION_FLOAT32,
                  p.CAUSAL_MASK_TRIU, *CHECKS, p.BLOCKWISE_FLOAT32),
         _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill",
-                 p.EX1_COMPUTED, p.SOFTMAX_EPSILON, p.EX2_COMPUTED, p.ATTENTION_FINFO_MIN,
+                 p.ex1_computed(ex1), p.SOFTMAX_EPSILON, p.ex2_computed(ex2), p.ATTENTION_FINFO_MIN,
                  p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("truncated-numbers", "hand numbers cut, not rounded, to three figures",
-                 p.EX1_TRUNCATED, p.SOFTMAX_STABLE, p.EX2_TRUNCATED, *CORRECT_EX3),
+                 p.ex1_truncated(ex1), p.SOFTMAX_STABLE, p.ex2_truncated(ex2), *CORRECT_EX3),
         _correct("one-element-answers", "numbers as arrays of shape (1,) and (1, 1), ex1 as "
-                 "(1, 2) rows", p.EX1_ROW_VECTORS, p.SOFTMAX_STABLE, p.EX2_ONE_ELEMENT,
+                 "(1, 2) rows", p.ex1_row_vectors(ex1), p.SOFTMAX_STABLE, p.ex2_one_element(ex2),
                  *CORRECT_EX3),
         # -- exercise 1: the later steps earn their points from the student's own numbers
         _mistake("ex1-no-scaling", "scores not divided by sqrt(d_k), then a right softmax",
-                 p.EX1_NO_SCALING, *CORRECT_EX2, *CORRECT_EX3,
+                 p.ex1_no_scaling(ex1), *correct_ex2, *CORRECT_EX3,
                  lose={"ex1": 1}, codes={"ex1": ("no-scaling",)}, fails={"ex1": ("scores",)}),
         _mistake("ex1-wrong-scale", "scores divided by d_k, then a right softmax",
-                 p.EX1_WRONG_SCALE, *CORRECT_EX2, *CORRECT_EX3,
+                 p.ex1_wrong_scale(ex1), *correct_ex2, *CORRECT_EX3,
                  lose={"ex1": 1}, codes={"ex1": ("wrong-scale",)}, fails={"ex1": ("scores",)}),
         _mistake("ex1-not-normalized", "weights are exp(scores), never normalised",
-                 p.EX1_NOT_NORMALIZED, *CORRECT_EX2, *CORRECT_EX3,
+                 p.ex1_not_normalized(ex1), *correct_ex2, *CORRECT_EX3,
                  lose={"ex1": 1}, codes={"ex1": ("not-normalized",)},
                  fails={"ex1": ("weights",)}),
+        # -- a notebook showing a classmate's numbers, answered right for them
+        _mistake("other-variant", "a classmate's numbers (a mistyped id), answered right",
+                 p.shown_numbers(other), p.ex1_rounded(other.ex1), p.SOFTMAX_STABLE,
+                 p.ex2_rounded(other.ex2), *CORRECT_EX3,
+                 lose={"ex1": 3, "ex2": 0.75 * len(other_fails)},
+                 codes={"ex1": ("other-variant",), "ex2": ("other-variant",)},
+                 fails={"ex1": ("scores", "weights", "output"), "ex2": other_fails}),
         # -- exercise 2
         _mistake("ex2-unstable-softmax", "softmax without subtracting the maximum",
-                 *CORRECT_EX1, p.SOFTMAX_UNSTABLE, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_UNSTABLE, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 1}, codes={"ex2": ("unstable-softmax",)},
                  fails={"ex2": ("softmax_survives_large_scores",)}),
         _mistake("ex2-softmax-axis", "softmax normalised down the columns",
-                 *CORRECT_EX1, p.SOFTMAX_AXIS_0, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_AXIS_0, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 1}, codes={"ex2": ("softmax-axis",)},
                  fails={"ex2": ("softmax_normalises_each_row_of_a_matrix",)}),
         _mistake("ex2-not-normalized", "softmax never divides by the sum",
-                 *CORRECT_EX1, p.SOFTMAX_NOT_NORMALIZED, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_NOT_NORMALIZED, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 2}, codes={"ex2": ("not-normalized",)},
                  fails={"ex2": EX2_SOFTMAX[:2]}),
         _mistake("ex2-wrong-key", "the smaller key's weights reported",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_WRONG_KEY, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_wrong_key(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("wrong-key",)},
                  fails={"ex2": EX2_NUMBERS[:2]}),
         _mistake("ex2-no-scaling", "the scaled numbers computed without the 1/8",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_NO_SCALING, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_no_scaling(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("no-scaling",)},
                  fails={"ex2": EX2_NUMBERS[1::2]}),
         _mistake("ex2-wrong-scale", "scores divided by d_k = 64, the gradient right for that",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_WRONG_SCALE, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_wrong_scale(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("wrong-scale",)},
                  fails={"ex2": EX2_NUMBERS[1::2]}),
         _mistake("ex2-wrong-gradient", "the cross derivative -p1 p2 instead of p2 (1 - p2)",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_WRONG_GRADIENT, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_wrong_gradient(ex2), *CORRECT_EX3,
                  lose={"ex2": 1.5}, codes={"ex2": ("wrong-gradient",)},
                  fails={"ex2": EX2_NUMBERS[2:]}),
         _mistake("ex2-raw-score-gradient", "the scaled gradient taken w.r.t. the raw score",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_RAW_SCORE_GRADIENT, *CORRECT_EX3,
+                 *correct_ex1, p.SOFTMAX_STABLE, p.ex2_raw_score_gradient(ex2), *CORRECT_EX3,
                  lose={"ex2": 0.75}, codes={"ex2": ("raw-score-gradient",)},
                  fails={"ex2": EX2_NUMBERS[3:]}),
-        _mistake("ex2-forward-difference", "gradients by a forward difference with step 1e-2",
-                 *CORRECT_EX1, p.SOFTMAX_STABLE, p.EX2_FORWARD_DIFFERENCE, *CORRECT_EX3,
-                 lose={"ex2": 0.75}, codes={"ex2": ("imprecise-gradient",)},
-                 fails={"ex2": EX2_NUMBERS[2:3]}),
+        _mistake("ex2-forward-difference", "gradients by a forward difference with a large "
+                 "step", *correct_ex1, p.SOFTMAX_STABLE, p.ex2_forward_difference(ex2, step),
+                 *CORRECT_EX3, lose={"ex2": 0.75 * len(imprecise_fails)},
+                 codes={"ex2": ("imprecise-gradient",)}, fails={"ex2": imprecise_fails}),
         # -- exercise 3: attention. A mistake in the computation costs the six value tests
         # (5.5 points), a mistake in the masking the four masked ones (3.5); the property
         # tests (stable, read-only, unchanged inputs, stateless) hold whatever is computed.
@@ -285,7 +348,7 @@ def cases() -> list[Case]:
                                p.ATTENTION_NO_SCALING_ZERO_FILL, 5.5, VALUES, "no-scaling",
                                "mask-zero-fill"),
         _mistake("ex3-float32-no-scaling", "float32 throughout, scores not scaled",
-                 *CORRECT_EX1, p.SOFTMAX_FLOAT32, p.EX2_ROUNDED, p.ATTENTION_FLOAT32_NO_SCALING,
+                 *correct_ex1, p.SOFTMAX_FLOAT32, ex2_rounded, p.ATTENTION_FLOAT32_NO_SCALING,
                  p.CAUSAL_MASK_TRIU, *CHECKS, lose={"ex3": 5.5}, codes={"ex3": ("no-scaling",)},
                  fails={"ex3": VALUES}),
         _ex3_attention_mistake("ex3-stub-left", "the release's NotImplementedError stub",
@@ -346,7 +409,7 @@ def cases() -> list[Case]:
                  "credit, nothing lost", *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_STUB),
         # -- modules the grader does not have
         _mistake("scipy-without-scipy", "correct with scipy.special.softmax; no scipy here",
-                 *CORRECT_EX1, p.SOFTMAX_SCIPY, p.EX2_COMPUTED, p.ATTENTION_SCIPY,
+                 *correct_ex1, p.SOFTMAX_SCIPY, p.ex2_computed(ex2), p.ATTENTION_SCIPY,
                  p.CAUSAL_MASK_TRIU, *CHECKS, lose={"ex2": 6, "ex3": 7.5},
                  codes={"ex2": ("missing-name", "crashed", "missing-module"),
                         "ex3": ("crashed", "missing-module")},
@@ -363,28 +426,28 @@ def cases() -> list[Case]:
                                            checks=(p.ROWS_SUM_ISCLOSE, p.FUTURE_TRIU)),
                  scores={"ex3": 5.5}, codes={"ex3": ("no-scaling",)}),
         _hostile("import-reference", "imports attention from sdpa_ref",
-                 *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE,
+                 *correct_ex1, *correct_ex2, p.IMPORT_REFERENCE,
                  scores={"ex3": 0}, codes={"ex3": ("missing-name", "forbidden-import")}),
         _hostile("import-reference-tricks", "reaches sdpa_ref and autograder by other spellings",
-                 *CORRECT_EX1, p.IMPORT_REFERENCE_TRICKS, p.EX2_ROUNDED, *CORRECT_EX3,
+                 *correct_ex1, p.IMPORT_REFERENCE_TRICKS, ex2_rounded, *CORRECT_EX3,
                  scores={"ex2": 3}, codes={"ex2": ("missing-name", "forbidden-import")}),
         _hostile("import-reference-in-call", "imports sdpa_ref inside attention",
-                 *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE_IN_CALL, p.CAUSAL_MASK_TRIU,
+                 *correct_ex1, *correct_ex2, p.IMPORT_REFERENCE_IN_CALL, p.CAUSAL_MASK_TRIU,
                  *CHECKS, scores={"ex3": 3.5}, codes={"ex3": ("forbidden-import",)}),
         _hostile("exit-at-import", "os._exit in the middle of the file",
-                 *CORRECT_EX1, p.EXIT_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
+                 *correct_ex1, p.EXIT_AT_IMPORT, *correct_ex2, *CORRECT_EX3),
         _hostile("exit-in-call", "attention calls os._exit",
-                 *CORRECT_EX1, *CORRECT_EX2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
+                 *correct_ex1, *correct_ex2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
                  scores={"ex3": 3.5}, codes={"ex3": ("crashed",)}),
         _hostile("loop-at-import", "an endless loop between two exercises",
-                 *CORRECT_EX1, p.LOOP_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
+                 *correct_ex1, p.LOOP_AT_IMPORT, *correct_ex2, *CORRECT_EX3),
         _hostile("loop-in-call", "attention never returns",
-                 *CORRECT_EX1, *CORRECT_EX2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
+                 *correct_ex1, *correct_ex2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
                  scores={"ex3": 3.5}, codes={"ex3": ("timeout",)}),
         _hostile("memory-hog-at-import", "allocates 16 GiB at import",
-                 *CORRECT_EX1, p.MEMORY_HOG_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
+                 *correct_ex1, p.MEMORY_HOG_AT_IMPORT, *correct_ex2, *CORRECT_EX3),
         _hostile("memory-hog-in-call", "causal_mask allocates 64 GiB",
-                 *CORRECT_EX1, *CORRECT_EX2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL, *CHECKS,
+                 *correct_ex1, *correct_ex2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL, *CHECKS,
                  scores={"ex3": 9.5}, codes={"ex3": ("memory-limit",)}),
         _hostile("huge-output", "prints megabytes to stdout and stderr",
                  p.HUGE_OUTPUT, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU)),
@@ -396,14 +459,14 @@ def cases() -> list[Case]:
         _hostile("nan-of-the-right-shape", "attention returns NaN: no property points",
                  *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 3.5}),
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
-                 p.READ_HIDDEN_FILES, *CORRECT_EX2, *CORRECT_EX3,
+                 p.READ_HIDDEN_FILES, *correct_ex2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),
     ]
 
 
-def case(name: str) -> Case:
-    """The case called `name`."""
-    for found in cases():
+def case(name: str, variant: Variant = DEFAULT) -> Case:
+    """The case called `name`, with `variant`'s numbers."""
+    for found in cases(variant):
         if found.name == name:
             return found
     raise KeyError(name)

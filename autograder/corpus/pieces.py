@@ -3,58 +3,100 @@
 Each piece defines part of one exercise, written the way a student would. The correct pieces
 come in several styles (the lesson's code, numpy without the lesson's shortcuts, plain Python
 loops); each mistake piece differs from a correct one by the one mistake it is named after.
+The numbers of exercises 1 and 2 are a student's own: those pieces are functions of the
+variant's numbers (`autograder.variants`), written out as a student who works them by hand
+or with numpy would write them.
 """
+
+import math
+
+import numpy as np
+
+import sdpa_ref
+from autograder.variants import DEFAULT
 
 IMPORTS = "import numpy as np\n"
 
 # -- Exercise 1: numbers written by hand ---------------------------------------------------
 
-EX1_ROUNDED = """
-ex1_scores = (0.707, 0.0)
-ex1_weights = (0.670, 0.330)
-ex1_output = (0.670, 0.330)
-"""
 
-EX1_COMPUTED = """
-q = np.array([1.0, 0.0])
-keys = np.array([[1.0, 0.0], [0.0, 1.0]])
-values = np.array([[1.0, 0.0], [0.0, 1.0]])
-ex1_scores = keys @ q / np.sqrt(2)
+def _pair(values, digits: str = ".3f") -> str:
+    return "(" + ", ".join(format(float(x), digits) for x in values) + ")"
+
+
+def _round3(values) -> np.ndarray:
+    return np.round(np.asarray(values, dtype=float), 3)
+
+
+def _cut3(values) -> np.ndarray:
+    return np.trunc(np.asarray(values, dtype=float) * 1000) / 1000
+
+
+def _by_hand(scores, weights_of, values, step=_round3) -> str:
+    """Three answers worked step by step, each from the previous one as written down."""
+    scores = step(scores)
+    weights = step(weights_of(scores))
+    output = step(weights @ values)  # (2,) @ (2, d_v) -> (d_v,)
+    return (f"ex1_scores = {_pair(scores)}\nex1_weights = {_pair(weights)}\n"
+            f"ex1_output = {_pair(output)}\n")
+
+
+def shown_numbers(variant) -> str:
+    """What the notebook's *Your numbers* cell leaves behind when it shows `variant`'s numbers
+    (a mistyped student id, a classmate's notebook)."""
+    ex1, ex2 = variant.public()["ex1"], variant.public()["ex2"]
+    ex1 = {name: tuple(value) if isinstance(value, list) else value for name, value in ex1.items()}
+    return f"YOUR_VARIANT = {variant.label!r}\nEX1 = {ex1!r}\nEX2 = {ex2!r}\n"
+
+
+def ex1_rounded(n) -> str:
+    """Hand arithmetic, each step rounded to three decimals."""
+    return _by_hand(n.raw * n.scale, sdpa_ref.softmax, n.values)
+
+
+def ex1_truncated(n) -> str:
+    """Hand numbers cut, not rounded, to three decimals at each step."""
+    return _by_hand(n.raw * n.scale, sdpa_ref.softmax, n.values, step=_cut3)
+
+
+def ex1_computed(n) -> str:
+    return f"""
+q = np.array({list(n.q)}, dtype=float)
+keys = np.array([{list(n.k1)}, {list(n.k2)}], dtype=float)
+values = np.array([{list(n.v1)}, {list(n.v2)}], dtype=float)
+ex1_scores = keys @ q / np.sqrt({n.d_k})
 ex1_weights = np.exp(ex1_scores) / np.exp(ex1_scores).sum()
 ex1_output = ex1_weights @ values
 """
 
-EX1_NO_SCALING = """
-ex1_scores = [1.0, 0.0]
-ex1_weights = [0.731, 0.269]
-ex1_output = [0.731, 0.269]
-"""
 
-EX1_WRONG_SCALE = """
-ex1_scores = [0.5, 0.0]      # divided by d_k
-ex1_weights = [0.622, 0.378]
-ex1_output = [0.622, 0.378]
-"""
-
-EX1_NOT_NORMALIZED = """
-ex1_scores = (0.707, 0.0)
-ex1_weights = (2.028, 1.0)   # exp of the scores, never divided by their sum
-ex1_output = (2.028, 1.0)
-"""
-
-EX1_TRUNCATED = """
-ex1_scores = (0.707, 0.0)
-ex1_weights = (0.669, 0.330)   # 0.6698 and 0.3302 cut, not rounded, to three decimals
-ex1_output = (0.669, 0.330)
-"""
-
-EX1_ROW_VECTORS = """
-q = np.array([[1.0, 0.0]])                  # (1, d_k): one query as a row
-keys = np.array([[1.0, 0.0], [0.0, 1.0]])
-ex1_scores = q @ keys.T / np.sqrt(2)        # (1, 2)
+def ex1_row_vectors(n) -> str:
+    return f"""
+q = np.array([{list(n.q)}], dtype=float)                # (1, d_k): one query as a row
+keys = np.array([{list(n.k1)}, {list(n.k2)}], dtype=float)
+ex1_scores = q @ keys.T / np.sqrt({n.d_k})           # (1, 2)
 ex1_weights = np.exp(ex1_scores) / np.exp(ex1_scores).sum()
-ex1_output = ex1_weights @ np.eye(2)        # (1, 2)
+ex1_output = ex1_weights @ np.array([{list(n.v1)}, {list(n.v2)}])   # (1, 2)
 """
+
+
+def ex1_no_scaling(n) -> str:
+    """Scores not divided by sqrt(d_k), then a right softmax."""
+    return _by_hand(n.raw, sdpa_ref.softmax, n.values)
+
+
+def ex1_wrong_scale(n) -> str:
+    """Scores divided by d_k, then a right softmax."""
+    return _by_hand(n.raw / n.d_k, sdpa_ref.softmax, n.values)
+
+
+def ex1_not_normalized(n) -> str:
+    """Weights are exp(scores), never divided by their sum."""
+    return _by_hand(n.raw * n.scale, np.exp, n.values)
+
+
+# The lesson's own numbers (the default variant), rounded to three decimals.
+EX1_ROUNDED = ex1_rounded(DEFAULT.ex1)
 
 # -- Exercise 2: softmax and four numbers --------------------------------------------------
 
@@ -115,82 +157,116 @@ def softmax(z):
     return scipy_softmax(z, axis=-1)
 """
 
-EX2_ROUNDED = """
-p_unscaled = 0.9997
-p_scaled = 0.731
-grad_unscaled = 3.35e-4
-grad_scaled = 0.197
-"""
+def _figures(x: float, figures: int = 3) -> str:
+    return format(float(x), f".{figures}g")
 
-EX2_COMPUTED = """
-p_unscaled = softmax(np.array([8.0, 0.0]))[0]
-p_scaled = softmax(np.array([8.0, 0.0]) / np.sqrt(64))[0]
+
+def _cut_figures(x: float, figures: int = 3) -> str:
+    """`x` cut (not rounded) to `figures` significant figures."""
+    exponent = math.floor(math.log10(abs(x))) - figures + 1
+    return f"{math.trunc(x / 10.0**exponent)}e{exponent}"  # 0.00246 -> 246e-5
+
+
+def _ex2(p_unscaled, p_scaled, grad_unscaled, grad_scaled) -> str:
+    return (f"p_unscaled = {p_unscaled}\np_scaled = {p_scaled}\n"
+            f"grad_unscaled = {grad_unscaled}\ngrad_scaled = {grad_scaled}\n")
+
+
+def ex2_rounded(n) -> str:
+    """Written down from a calculator: the lesson's 0.9997 style, three figures for the rest."""
+    e = n.expected()
+    return _ex2(_figures(e["p_unscaled"], 4), _figures(e["p_scaled"]),
+                _figures(e["grad_unscaled"]), _figures(e["grad_scaled"]))
+
+
+def ex2_truncated(n) -> str:
+    e = n.expected()
+    return _ex2(*(_cut_figures(e[name]) for name in
+                  ("p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled")))
+
+
+def ex2_computed(n) -> str:
+    return f"""
+p_unscaled = softmax(np.array([{n.gap}.0, 0.0]))[0]
+p_scaled = softmax(np.array([{n.gap}.0, 0.0]) / np.sqrt({n.d_k}))[0]
 smaller_unscaled = 1 - p_unscaled
 smaller_scaled = 1 - p_scaled
 grad_unscaled = smaller_unscaled * (1 - smaller_unscaled)
 grad_scaled = smaller_scaled * (1 - smaller_scaled)
 """
 
-EX2_TRUNCATED = """
-p_unscaled = 0.999       # 0.99966 cut to three significant figures
-p_scaled = 0.731
-grad_unscaled = 3.35e-4
-grad_scaled = 0.196      # 0.19661 cut
-"""
 
-EX2_ONE_ELEMENT = """
-raw = np.array([[8.0, 0.0]])                     # (1, 2): one query's scores as a row
+def ex2_one_element(n) -> str:
+    return f"""
+raw = np.array([[{n.gap}.0, 0.0]])                     # (1, 2): one query's scores as a row
 p_unscaled = softmax(raw)[:, 0]                  # shape (1,)
-p_scaled = softmax(raw / np.sqrt(64))[:, :1]     # shape (1, 1)
+p_scaled = softmax(raw / np.sqrt({n.d_k}))[:, :1]     # shape (1, 1)
 grad_unscaled = p_unscaled * (1 - p_unscaled)    # shape (1,)
 grad_scaled = np.float64(p_scaled.item() * (1 - p_scaled.item()))
 """
 
-EX2_WRONG_KEY = """
-p_unscaled = 0.000335   # the smaller key's weight
-p_scaled = 0.269
-grad_unscaled = 3.35e-4
-grad_scaled = 0.197
-"""
 
-EX2_NO_SCALING = """
-p_unscaled = 0.9997
-p_scaled = 0.9997       # forgot to divide by sqrt(64)
-grad_unscaled = 3.35e-4
-grad_scaled = 3.35e-4
-"""
+def ex2_wrong_key(n) -> str:
+    """The smaller key's weights reported."""
+    e = n.expected()
+    return _ex2(_figures(1 - e["p_unscaled"]), _figures(1 - e["p_scaled"]),
+                _figures(e["grad_unscaled"]), _figures(e["grad_scaled"]))
 
-EX2_WRONG_GRADIENT = """
-p_unscaled = 0.9997
-p_scaled = 0.731
-grad_unscaled = -0.9997 * 0.000335   # the cross term -p1 p2, not d p2 / d s2
-grad_scaled = -0.731 * 0.269
-"""
 
-EX2_WRONG_SCALE = """
-p_unscaled = 0.9997
-p_scaled = float(softmax(np.array([8.0, 0.0]) / 64)[0])   # divided by d_k, not sqrt(d_k)
-grad_unscaled = 3.35e-4
+def ex2_no_scaling(n) -> str:
+    """The scaled numbers computed without dividing by sqrt(d_k)."""
+    e = n.expected()
+    return _ex2(_figures(e["p_unscaled"], 4), _figures(e["p_unscaled"], 4),
+                _figures(e["grad_unscaled"]), _figures(e["grad_unscaled"]))
+
+
+def ex2_wrong_gradient(n) -> str:
+    """The cross derivative -p1 p2 instead of p2 (1 - p2)."""
+    e = n.expected()
+    return _ex2(_figures(e["p_unscaled"], 4), _figures(e["p_scaled"]),
+                f"-{_figures(e['p_unscaled'], 4)} * {_figures(1 - e['p_unscaled'])}",
+                f"-{_figures(e['p_scaled'])} * {_figures(1 - e['p_scaled'])}")
+
+
+def ex2_wrong_scale(n) -> str:
+    """Scores divided by d_k, not sqrt(d_k); the gradient right for that weight."""
+    e = n.expected()
+    return f"""
+p_unscaled = {_figures(e["p_unscaled"], 4)}
+p_scaled = float(softmax(np.array([{n.gap}.0, 0.0]) / {n.d_k})[0])   # divided by d_k
+grad_unscaled = {_figures(e["grad_unscaled"])}
 grad_scaled = p_scaled * (1 - p_scaled)                   # right for that weight
 """
 
-EX2_RAW_SCORE_GRADIENT = """
-p_unscaled = 0.9997
-p_scaled = 0.731
-grad_unscaled = 3.35e-4
-grad_scaled = 0.731 * 0.269 / 8   # the chain rule through s / 8: d w2 / d (raw score)
+
+def ex2_raw_score_gradient(n) -> str:
+    """The scaled gradient taken with respect to the raw score (chain rule through the scale)."""
+    e = n.expected()
+    return f"""
+p_unscaled = {_figures(e["p_unscaled"], 4)}
+p_scaled = {_figures(e["p_scaled"])}
+grad_unscaled = {_figures(e["grad_unscaled"])}
+grad_scaled = {e["p_scaled"]!r} * {1 - e["p_scaled"]!r} / np.sqrt({n.d_k})
 """
 
-EX2_FORWARD_DIFFERENCE = """
+
+def ex2_forward_difference(n, step: float) -> str:
+    """Gradients by a forward difference with a large step."""
+    return f"""
 def _smaller_weight(gap, nudge):
     return softmax(np.array([gap, nudge]))[1]
 
-h = 1e-2                          # a forward difference with a large step
-p_unscaled = softmax(np.array([8.0, 0.0]))[0]
-p_scaled = softmax(np.array([1.0, 0.0]))[0]
-grad_unscaled = (_smaller_weight(8.0, h) - _smaller_weight(8.0, 0.0)) / h
-grad_scaled = (_smaller_weight(1.0, h) - _smaller_weight(1.0, 0.0)) / h
+h = {step!r}                          # a forward difference with a large step
+p_unscaled = softmax(np.array([{n.gap}.0, 0.0]))[0]
+p_scaled = softmax(np.array([{n.gap}.0, 0.0]) / np.sqrt({n.d_k}))[0]
+grad_unscaled = (_smaller_weight({n.gap}.0, h) - _smaller_weight({n.gap}.0, 0.0)) / h
+gap = {n.gap} / np.sqrt({n.d_k})
+grad_scaled = (_smaller_weight(gap, h) - _smaller_weight(gap, 0.0)) / h
 """
+
+
+# The lesson's own numbers (the default variant), written down from a calculator.
+EX2_ROUNDED = ex2_rounded(DEFAULT.ex2)
 
 # -- Exercise 3: attention and the causal mask ---------------------------------------------
 

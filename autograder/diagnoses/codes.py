@@ -14,7 +14,8 @@ holds the contract's table to this one). Each code has
 `unsupported-type` comes from the sandbox (a value that cannot cross back as plain data) and
 `stateful` from the grader (a second call with the same inputs answers differently); both are
 codes added beside the contract's, none of which is renamed. So are `raw-score-gradient`,
-`imprecise-gradient` and `missing-module`, which CONTRACT section 3 now lists. A new code
+`imprecise-gradient`, `missing-module` and `other-variant` (the answers are another
+variant's, `autograder.variants`), which CONTRACT section 3 now lists. A new code
 needs an entry here: tests fail for a code that the grader can report and this table does not
 word. (What a report says about a failed test that a diagnosis explains is
 `diagnoses.explanations`: a message per test, not a code's wording.)
@@ -53,6 +54,7 @@ def heading_anchor(heading: str) -> str:
 
 
 LESSON_SECTIONS: dict[str, Section] = {
+    "numbers": Section("Your numbers", "Your numbers"),
     "lookup": Section("1. Attention as a soft lookup table",
                       "1. Attention as a soft lookup table"),
     "scaling": Section("2. Why divide by $\\sqrt{d_k}$?", "2. Why divide by sqrt(d_k)?"),
@@ -125,6 +127,14 @@ WORDING: dict[str, Wording] = {
         "Your derivative is close but not exact: a finite difference with a large step, or a "
         "weight rounded before use. Use the exact formula p (1 - p) with the unrounded weight.",
         "scaling"),
+    "other-variant": Wording(
+        "ex1, ex2",
+        "the answers are right for the numbers the notebook shows, which are another "
+        "student's (another variant), not for the student's own",
+        "Your answers are right, but for the numbers your notebook shows, which are another "
+        "student's: check the student id in the cell Your numbers near the top, run it again "
+        "and work with your own numbers.",
+        "numbers"),
     "mask-ignored": Wording(
         "ex3, ex4", "the mask has no effect",
         "The mask has no effect: masked positions still get weight. Set their scores to a "

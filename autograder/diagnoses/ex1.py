@@ -1,7 +1,11 @@
-"""Exercise 1: which mistake the hand-computed numbers show.
+"""Exercise 1: which mistake the hand-computed numbers show, on the student's own numbers.
 
-The student's pair of numbers is compared, to three decimals, with what each mistake gives
-for q = (1, 0), k1 = (1, 0), k2 = (0, 1), v1 = (1, 0), v2 = (0, 1), d_k = 2.
+Each catalogued slip is a model of what the three answers become for the student's variant
+(`student.variant.ex1`): the scores scaled by the wrong factor (or not at all), or weights
+never normalised. The student's pairs of numbers are compared, to three decimals, with each:
+the scores and the weights first, the output only when they show nothing.
+Answers that are right for the numbers the notebook shows, when those are another variant's
+(a mistyped student id, a classmate's notebook), are `other-variant`, not a misconception.
 """
 
 from __future__ import annotations
@@ -13,16 +17,18 @@ import numpy as np
 import sdpa_ref
 from autograder.compare import HAND, Mismatch, as_pair
 from autograder.diagnoses.probe import Prober
+from autograder.variants.shown import read_shown
 
-RAW = np.array([1.0, 0.0])  # (2,) q·k1, q·k2
-# What the scores become under each scale a student might use, and the code it shows.
-SCALES = {
-    1 / math.sqrt(2): "",
-    1.0: "no-scaling",
-    1 / 2: "wrong-scale",
-    math.sqrt(2): "wrong-scale",
-    2.0: "wrong-scale",
-}
+# Answers within this of what another variant's numbers give are that variant's: three
+# decimals of hand rounding at each of three steps, well inside the slips' 0.047.
+OTHER_VARIANT = 5 * HAND
+
+
+def scale_slips(d_k: int) -> dict[float, str]:
+    """The wrong factors a student might scale the raw scores by, and the code each shows:
+    none at all, 1/d_k, sqrt(d_k) and d_k instead of 1/sqrt(d_k)."""
+    return {1.0: "no-scaling", 1 / d_k: "wrong-scale", math.sqrt(d_k): "wrong-scale",
+            float(d_k): "wrong-scale"}
 
 
 def _near(pair, expected) -> bool:
@@ -37,20 +43,49 @@ def _pair(answer):
         return None
 
 
+def slip_models(numbers) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """(code, the three answers that slip gives) for each catalogued slip on these numbers."""
+    models = []
+    for factor, code in scale_slips(numbers.d_k).items():
+        scores = numbers.raw * factor  # (2,)
+        weights = sdpa_ref.softmax(scores)  # (2,)
+        models.append((code, {"ex1_scores": scores, "ex1_weights": weights,
+                              "ex1_output": weights @ numbers.values}))
+    with np.errstate(over="ignore"):
+        unnormalised = np.exp(numbers.raw * numbers.scale)  # (2,) exp(s_i), never divided
+    models.append(("not-normalized", {"ex1_weights": unnormalised,
+                                      "ex1_output": unnormalised @ numbers.values}))
+    return models
+
+
+def answers_for_other_variant(student, answers) -> bool:
+    """Every answer is right for the numbers the notebook shows, and those are not the
+    numbers of the variant graded."""
+    shown = read_shown(student).ex1
+    if shown is None or shown == student.variant.ex1:
+        return False
+    expected = shown.expected()
+    return all(pair is not None and bool(np.all(np.abs(pair - expected[name]) <= OTHER_VARIANT))
+               for name, pair in answers.items())
+
+
 def diagnose(student) -> set[str]:
     prober = Prober(student)
-    scores = _pair(prober.value("ex1_scores"))
-    weights = _pair(prober.value("ex1_weights"))
-    output = _pair(prober.value("ex1_output"))
+    answers = {name: _pair(prober.value(name))
+               for name in ("ex1_scores", "ex1_weights", "ex1_output")}
+    if answers_for_other_variant(student, answers):
+        return {"other-variant"}
     codes = set()
-    for scale, code in SCALES.items():
-        if not code:
-            continue
-        expected_weights = sdpa_ref.softmax(RAW * scale)  # (2,); the output equals the weights
-        if (_near(scores, RAW * scale) or _near(weights, expected_weights)
-                or _near(output, expected_weights)):
-            codes.add(code)
-    for pair in (weights, output):
-        if pair is not None and np.isfinite(pair).all() and abs(pair.sum() - 1) > 2 * HAND:
-            codes.add("not-normalized")
+    models = slip_models(student.variant.ex1)
+    # The earliest steps say most: the output alone (w1 v1 + w2 v2) can coincide between
+    # slips (a zero value vector, saturated weights), so it is read only when the scores and
+    # weights show no slip.
+    for names in (("ex1_scores", "ex1_weights"), ("ex1_output",)):
+        codes |= {code for code, model in models
+                  if any(_near(answers[name], model[name]) for name in names if name in model)}
+        if codes:
+            break
+    weights = answers["ex1_weights"]
+    if weights is not None and np.isfinite(weights).all() and abs(weights.sum() - 1) > 2 * HAND:
+        codes.add("not-normalized")
     return codes

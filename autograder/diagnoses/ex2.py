@@ -1,8 +1,11 @@
 """Exercise 2: which mistake the softmax and the four numbers show.
 
-The numbers are compared, to three significant figures, with what each mistake gives. A
-gradient that is exactly p (1 - p) for the student's own (wrong) weight is no gradient
-mistake: the weight's own code (wrong-scale, no-scaling, wrong-key) explains it.
+The numbers are compared, to three significant figures, with what each mistake gives for the
+student's own gap and d_k (`student.variant.ex2`). A gradient that is exactly p (1 - p) for
+the student's own (wrong) weight is no gradient mistake: the weight's own code (wrong-scale,
+no-scaling, wrong-key) explains it. Multiplying by sqrt(d_k) instead of dividing saturates
+the softmax as much as no scaling does (both weights are 1.00 to three figures for every gap
+of the family), so it reads as no-scaling.
 """
 
 from __future__ import annotations
@@ -12,12 +15,8 @@ import numpy as np
 import sdpa_ref
 from autograder.compare import FLOAT_RESULTS, Mismatch, as_number, numbers, significant_figures
 from autograder.diagnoses.probe import Prober
+from autograder.variants.shown import read_shown
 
-D_K = 64
-RAW = np.array([8.0, 0.0])  # (2,) the larger key first
-SCALED = RAW / np.sqrt(D_K)  # (2,) divided by sqrt(d_k) = 8
-# Other factors a student might scale the raw scores by: 1 / d_k, sqrt(d_k).
-WRONG_SCALES = (1 / D_K, np.sqrt(D_K))
 # A derivative within this fraction of the right one, with the right sign, is an imprecise
 # estimate (a finite difference with a large step, p rounded before p (1 - p)), not a wrong
 # formula: those are off by a factor (1/8 for the raw score) or have the wrong sign.
@@ -47,20 +46,39 @@ def diagnose(student) -> set[str]:
     p_unscaled, p_scaled, grad_unscaled, grad_scaled = (
         _number(prober.value(name))
         for name in ("p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"))
-    codes |= _weight_codes(p_unscaled, p_scaled, grad_scaled)
-    codes |= _gradient_codes(grad_unscaled, grad_scaled, p_unscaled, p_scaled)
+    numbers = student.variant.ex2
+    answers = {"p_unscaled": p_unscaled, "p_scaled": p_scaled, "grad_unscaled": grad_unscaled,
+               "grad_scaled": grad_scaled}
+    if _for_other_variant(student, answers):
+        return codes | {"other-variant"}  # the softmax's own codes stand
+    codes |= _weight_codes(numbers, p_unscaled, p_scaled, grad_scaled)
+    codes |= _gradient_codes(numbers, grad_unscaled, grad_scaled, p_unscaled, p_scaled)
     return codes
 
 
-def _weight_codes(p_unscaled, p_scaled, grad_scaled) -> set[str]:
+def _for_other_variant(student, answers) -> bool:
+    """Every number is right (to three significant figures, give or take one unit) for the
+    numbers the notebook shows, and those are not the numbers of the variant graded."""
+    shown = read_shown(student).ex2
+    if shown is None or shown == student.variant.ex2:
+        return False
+    expected = shown.expected()
+    return all(value is not None
+               and abs(value - expected[name]) <= 2 * significant_figures(expected[name])
+               for name, value in answers.items())
+
+
+def _weight_codes(numbers, p_unscaled, p_scaled, grad_scaled) -> set[str]:
     codes = set()
-    big, big_scaled = _weight(RAW), _weight(SCALED)
+    big, big_scaled = _weight(numbers.raw), _weight(numbers.scaled)
+    # Other factors a student might scale the raw scores by: 1 / d_k, sqrt(d_k).
+    wrong_scales = (1 / numbers.d_k, np.sqrt(numbers.d_k))
     if _same(p_unscaled, 1 - big) or any(_same(p_scaled, 1 - p) for p in (big, big_scaled)):
         codes.add("wrong-key")
     if _same(p_scaled, big) or _same(p_scaled, 1 - big):
         codes.add("no-scaling")  # (sqrt(d_k) as a factor also gives about 1: read as this)
     elif any(_same(p_scaled, p) or _same(p_scaled, 1 - p)
-             for p in (_weight(RAW * factor) for factor in WRONG_SCALES)):
+             for p in (_weight(numbers.raw * factor) for factor in wrong_scales)):
         codes.add("wrong-scale")
     elif (p_scaled is not None and 0.5 < p_scaled < 1 and not _same(p_scaled, big_scaled)
           and _same(grad_scaled, _own_derivative(p_scaled))):
@@ -77,9 +95,9 @@ def _own_derivative(p_larger) -> float | None:
     return (1 - p_larger) * p_larger
 
 
-def _gradient_codes(grad_unscaled, grad_scaled, p_unscaled, p_scaled) -> set[str]:
-    right = {"unscaled": sdpa_ref.softmax_jacobian(RAW)[1, 1],
-             "scaled": sdpa_ref.softmax_jacobian(SCALED)[1, 1]}
+def _gradient_codes(numbers, grad_unscaled, grad_scaled, p_unscaled, p_scaled) -> set[str]:
+    expected = numbers.expected()
+    right = {"unscaled": expected["grad_unscaled"], "scaled": expected["grad_scaled"]}
     codes = set()
     for kind, value, own_p in (("unscaled", grad_unscaled, p_unscaled),
                                ("scaled", grad_scaled, p_scaled)):
@@ -90,8 +108,8 @@ def _gradient_codes(grad_unscaled, grad_scaled, p_unscaled, p_scaled) -> set[str
             continue  # right for the student's own weight: the weight's code says why
         if kind == "scaled" and _same(value, right["unscaled"]):
             codes.add("no-scaling")
-        elif kind == "scaled" and _same(value, right["scaled"] / np.sqrt(D_K)):
-            codes.add("raw-score-gradient")  # chain rule through s / 8: the raw score's
+        elif kind == "scaled" and _same(value, right["scaled"] / np.sqrt(numbers.d_k)):
+            codes.add("raw-score-gradient")  # chain rule through s / sqrt(d_k): the raw score's
         elif value * right[kind] > 0 and abs(value - right[kind]) <= IMPRECISE * right[kind]:
             codes.add("imprecise-gradient")
         else:

@@ -5,9 +5,13 @@ A test's hint guesses at a cause ("did you subtract the row's maximum?"); once a
 has found the cause, the report says that instead, so that no message contradicts the
 diagnosis above it. `EXPLAINS` is also the catalogue of what each misconception may cost:
 the corpus checks that every test a mistake fails is explained by a code it was given.
+What to say names the student's own numbers where it helps (`{ex1_root}`, `{ex2_root}` and
+`{ex2_gap}` are filled in from the variant graded: `sqrt(2)`, `8` and `8` for the lesson's).
 """
 
 from __future__ import annotations
+
+from autograder.variants import DEFAULT, Variant, root_text
 
 EX1_ALL = frozenset({"scores", "weights", "output"})
 EX2_SOFTMAX = frozenset({"softmax_of_a_vector_matches_reference",
@@ -36,16 +40,22 @@ EX4_CAUSAL = frozenset({"blockwise_matches_attention_with_causal_mask"})
 EX3_ROWS_CHECK = frozenset({"rows_sum_to_one_passes_attention_and_fails_broken_rows"})
 EX3_FUTURE_CHECK = frozenset({"future_is_zero_passes_causal_attention_and_fails_any_leak"})
 
+_OTHER_VARIANT = ("these are the answers for the numbers your notebook shows, which are not "
+                  "yours: check the student id in the cell Your numbers, then work with your "
+                  "own numbers")
+
 # (exercise, code) -> (the tests it explains, what to say; "" when the test's own message
 # already names the problem, as for a wrong shape).
 EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("ex1", "no-scaling"): (EX1_ALL, "your numbers come from unscaled scores: divide each "
-                                     "q·k_i by sqrt(d_k) = sqrt(2)"),
+                                     "q·k_i by sqrt(d_k) = {ex1_root}"),
     ("ex1", "wrong-scale"): (EX1_ALL, "your numbers come from scores divided by the wrong "
-                                      "factor: it is sqrt(d_k) = sqrt(2)"),
+                                      "factor: it is sqrt(d_k) = {ex1_root}"),
     ("ex1", "not-normalized"): (frozenset({"weights", "output"}),
                                 "your weights do not sum to 1: divide each exp(s_i) by the "
                                 "sum of both"),
+    ("ex1", "other-variant"): (EX1_ALL, _OTHER_VARIANT),
+    ("ex2", "other-variant"): (EX2_WEIGHTS | EX2_GRADIENTS, _OTHER_VARIANT),
     ("ex2", "not-normalized"): (EX2_SOFTMAX | EX2_WEIGHTS,
                                 "the weights do not sum to 1: divide the exponentials by "
                                 "their sum (a weight lies between 0 and 1)"),
@@ -55,11 +65,11 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
                                   "exp overflows above about 709: subtract each row's "
                                   "maximum before calling np.exp"),
     ("ex2", "wrong-key"): (EX2_WEIGHTS, "this is the smaller key's weight: report the "
-                                        "weight of the larger key (raw score 8)"),
+                                        "weight of the larger key (raw score {ex2_gap})"),
     ("ex2", "no-scaling"): (EX2_SCALED, "the scaled numbers come from the raw scores: divide "
-                                        "both scores by sqrt(d_k) = 8 first"),
+                                        "both scores by sqrt(d_k) = {ex2_root} first"),
     ("ex2", "wrong-scale"): (EX2_SCALED, "the scaled numbers come from scores divided by the "
-                                         "wrong factor: it is sqrt(d_k) = 8"),
+                                         "wrong factor: it is sqrt(d_k) = {ex2_root}"),
     ("ex2", "wrong-gradient"): (EX2_GRADIENTS,
                                 "differentiate w2 = exp(s2) / (exp(s1) + exp(s2)) with respect "
                                 "to s2 and write the result in terms of w2"),
@@ -153,8 +163,16 @@ def explained_by(exercise: str, test: str, codes) -> list[str]:
     return [code for code in codes if test in EXPLAINS.get((exercise, code), ((), ""))[0]]
 
 
-def explanation(exercise: str, test: str, codes) -> str:
+def explanation_text(exercise: str, code: str, variant: Variant = DEFAULT) -> str:
+    """What to say for `code` on `exercise`, with the variant's own numbers."""
+    return EXPLAINS[(exercise, code)][1].format(
+        ex1_root=root_text(variant.ex1.d_k), ex2_root=root_text(variant.ex2.d_k),
+        ex2_gap=variant.ex2.gap)
+
+
+def explanation(exercise: str, test: str, codes, variant: Variant = DEFAULT) -> str:
     """What the diagnoses say about this failed test ("" when none explains it, or when the
-    test's own message already names the problem)."""
-    texts = [EXPLAINS[(exercise, code)][1] for code in explained_by(exercise, test, codes)]
+    test's own message already names the problem), with the variant's own numbers."""
+    texts = [explanation_text(exercise, code, variant)
+             for code in explained_by(exercise, test, codes)]
     return "; ".join(text for text in texts if text)

@@ -1,9 +1,14 @@
-"""Exercise 1: attention by hand, one query and two keys, d_k = 2.
+"""Exercise 1: attention by hand, one query and two keys, with the student's own numbers.
 
-The numbers are the lesson's, so hand arithmetic rounded or truncated to three decimals earns
-full marks (0.707, 0.670 or 0.669, 0.330). Error carried forward: the weights also earn their
-point when they are the softmax of the student's own scores, and the output when it is the
-weighted sum of the student's own weights, as an exam marker would give the later steps.
+The numbers are the student's variant's (`student.variant.ex1`; by default the lesson's
+q = (1, 0), k1 = (1, 0), k2 = (0, 1), v1 = (1, 0), v2 = (0, 1), d_k = 2): small integers, so
+hand arithmetic rounded or truncated to three decimals earns full marks (0.707, 0.670 or
+0.669, 0.330 for the lesson's). Error carried forward, as an exam marker gives the later
+steps: the weights also earn their point when they are the softmax of the student's own
+scores and those scores are a catalogued slip on the student's own dot products (unscaled, or
+scaled by d_k, sqrt(d_k) or 1/d_k); the output when it is the weighted sum of the student's
+own values with the student's own weights. Scores that are no slip of the student's own
+problem (a classmate's numbers, say) carry nothing forward.
 """
 
 import numpy as np
@@ -11,13 +16,11 @@ import pytest
 
 import sdpa_ref
 from autograder.compare import CARRIED_FORWARD, HAND, Mismatch, as_pair
+from autograder.diagnoses.ex1 import scale_slips
 from autograder.sandbox import StudentError
+from autograder.variants import root_text
 
 pytestmark = pytest.mark.ex1
-
-q = np.array([[1.0, 0.0]])  # (1, d_k)
-K = np.array([[1.0, 0.0], [0.0, 1.0]])  # (2, d_k): k1, k2
-V = np.array([[1.0, 0.0], [0.0, 1.0]])  # (2, d_v): v1, v2
 
 _PAIR_HINT = "write the two numbers, one per key, e.g. (0.5, 0.5)"
 
@@ -41,22 +44,30 @@ def _near(pair, expected, tolerance) -> bool:
         return bool(np.all(np.abs(pair - expected) <= tolerance))
 
 
+def _own_slip(scores, numbers) -> bool:
+    """The scores are the student's own dot products, scaled right or by a catalogued
+    wrong factor: a slip on their own problem, whose later steps deserve credit."""
+    return any(_near(scores, numbers.raw * factor, HAND)
+               for factor in (numbers.scale, *scale_slips(numbers.d_k)))
+
+
 @pytest.mark.points(1)
 def test_scores(student):
-    scores = q @ K.T / np.sqrt(2)  # (1, d_k) @ (d_k, 2) -> (1, 2)
-    if not _near(_pair(student, "ex1_scores"), scores[0], HAND):
+    numbers = student.variant.ex1
+    if not _near(_pair(student, "ex1_scores"), numbers.expected()["ex1_scores"], HAND):
         raise Mismatch("ex1_scores is wrong to three decimals",
-                       "each score is q·k_i divided by sqrt(d_k) = sqrt(2)")
+                       f"each score is q·k_i divided by sqrt(d_k) = {root_text(numbers.d_k)}")
 
 
 @pytest.mark.points(1)
 def test_weights(student):
+    numbers = student.variant.ex1
     weights = _pair(student, "ex1_weights")
-    _, attn = sdpa_ref.attention(q, K, V)  # attn (1, 2)
-    if _near(weights, attn[0], HAND):
+    if _near(weights, numbers.expected()["ex1_weights"], HAND):
         return
     scores = _own(student, "ex1_scores")
-    if scores is not None and _near(weights, sdpa_ref.softmax(scores), CARRIED_FORWARD):
+    if (scores is not None and _own_slip(scores, numbers)
+            and _near(weights, sdpa_ref.softmax(scores), CARRIED_FORWARD)):
         return  # the softmax of the student's own scores: the step itself is right
     raise Mismatch("ex1_weights is not the softmax of your ex1_scores",
                    "the weights are exp(s_i) / (exp(s_1) + exp(s_2)), and sum to 1")
@@ -64,14 +75,15 @@ def test_weights(student):
 
 @pytest.mark.points(1)
 def test_output(student):
+    numbers = student.variant.ex1
     output = _pair(student, "ex1_output")
-    out, _ = sdpa_ref.attention(q, K, V)  # out (1, d_v)
-    if _near(output, out[0], HAND):
+    if _near(output, numbers.expected()["ex1_output"], HAND):
         return
     weights = _own(student, "ex1_weights")
     with np.errstate(all="ignore"):
-        carried = None if weights is None else weights @ V  # (2,) @ (2, d_v) -> (d_v,)
+        carried = None if weights is None else weights @ numbers.values  # (2,) @ (2, d_v)
+    # the weighted sum of the student's own weights, each rounded on its own
     if _near(output, carried, 2 * HAND):
-        return  # the weighted sum of the student's own weights, each rounded on its own
+        return
     raise Mismatch("ex1_output is not the weighted sum of the values with your ex1_weights",
                    "the output is w1 * v1 + w2 * v2, a vector of the values' size")

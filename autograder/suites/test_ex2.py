@@ -1,9 +1,13 @@
 """Exercise 2: a stable softmax, and the weights and gradients of scaled vs unscaled scores.
 
-Two keys whose raw scores differ by 8, d_k = 64. The four numbers are accepted to three
-significant figures (rounded or truncated), so the lesson's own 0.9997 and 0.731 pass; each
-may be a Python number, a numpy scalar, a 0-d or a one-element array.
+Two keys whose raw scores differ by the student's gap, with the student's d_k
+(`student.variant.ex2`; the lesson's 8 and 64 by default). The four numbers are accepted to
+three significant figures (rounded or truncated), so the lesson's own 0.9997 and 0.731 pass;
+each may be a Python number, a numpy scalar, a 0-d or a one-element array. The softmax's hidden
+inputs are the student's own too (drawn from the course's secret inputs key).
 """
+
+from functools import lru_cache
 
 import numpy as np
 import pytest
@@ -19,23 +23,42 @@ from autograder.compare import (
     expect_shape,
     significant_figures,
 )
+from autograder.variants import root_text
 
 pytestmark = pytest.mark.ex2
 
-RAW = np.array([8.0, 0.0])  # (2,) raw scores: the larger key first
-SCALED = RAW / np.sqrt(64)  # (2,) = (1, 0)
-
-# The hidden inputs of the tests that compare with the reference, by test name
-# (tests/test_tolerances.py measures every corpus submission's error on them).
-_rng = np.random.default_rng(201)
-VECTORS = (_rng.normal(size=2), _rng.normal(size=5))  # (2,), (5,)
-MATRIX = np.random.default_rng(202).normal(size=(3, 4))  # (3, 4)
 SHIFT = 800.0  # exp(800) overflows float64 (above about 709)
-LARGE_BASE = np.random.default_rng(203).normal(size=(2, 5))  # (2, 5)
-REFERENCE_INPUTS = {
-    "softmax_of_a_vector_matches_reference": VECTORS,
-    "softmax_normalises_each_row_of_a_matrix": (MATRIX,),
-}
+
+
+@lru_cache(maxsize=64)
+def hidden_inputs(variant) -> dict[str, tuple]:
+    """The softmax's hidden inputs: two vectors, a non-square matrix, a base for large scores.
+
+    The default variant's are fixed (seeds 201 to 203); any other variant's are drawn from its
+    own random numbers, with sizes of their own.
+    """
+    if variant.inputs_seed is None:
+        rng = np.random.default_rng(201)
+        vectors = (rng.normal(size=2), rng.normal(size=5))  # (2,), (5,)
+        matrix = np.random.default_rng(202).normal(size=(3, 4))  # (3, 4)
+        base = np.random.default_rng(203).normal(size=(2, 5))  # (2, 5)
+    else:
+        rng = variant.rng("ex2")
+        rows, columns = rng.choice(np.arange(2, 7), size=2, replace=False)  # rows != columns
+        vectors = (rng.normal(size=int(rng.integers(2, 4))),  # (2 or 3,)
+                   rng.normal(size=int(rng.integers(4, 8))))  # (4 to 7,)
+        matrix = rng.normal(size=(int(rows), int(columns)))  # (rows, columns)
+        base = rng.normal(size=(int(rng.integers(2, 4)), int(rng.integers(4, 7))))
+    return {"vectors": vectors, "matrix": matrix, "large_base": base}
+
+
+def reference_inputs(variant) -> dict[str, tuple]:
+    """The hidden inputs of the tests that compare with the reference, by test name
+    (tests/test_tolerances.py measures every corpus submission's error on them)."""
+    inputs = hidden_inputs(variant)
+    return {"softmax_of_a_vector_matches_reference": inputs["vectors"],
+            "softmax_normalises_each_row_of_a_matrix": (inputs["matrix"],)}
+
 
 _SOFTMAX_HINT = "softmax(z) is exp(z - max(z)) / sum(exp(z - max(z))) along the last axis"
 
@@ -54,15 +77,16 @@ def _expect_figures(student, name, reference, hint):
 
 @pytest.mark.points(1)
 def test_softmax_of_a_vector_matches_reference(student):
-    for z in VECTORS:  # (size,)
+    for z in hidden_inputs(student.variant)["vectors"]:  # (size,)
         expect_close(_softmax_of(student, z, "softmax(z) for a 1-D z"), sdpa_ref.softmax(z),
                      "softmax(z) for a 1-D z", hint=_SOFTMAX_HINT)
 
 
 @pytest.mark.points(1)
 def test_softmax_normalises_each_row_of_a_matrix(student):
-    expect_close(_softmax_of(student, MATRIX, "softmax(z) for a 2-D z"),
-                 sdpa_ref.softmax(MATRIX, -1), "softmax(z) for a 2-D z",
+    matrix = hidden_inputs(student.variant)["matrix"]  # (rows, columns)
+    expect_close(_softmax_of(student, matrix, "softmax(z) for a 2-D z"),
+                 sdpa_ref.softmax(matrix, -1), "softmax(z) for a 2-D z",
                  hint="each row is one distribution: normalise along the last axis (axis=-1)")
 
 
@@ -72,11 +96,12 @@ def test_softmax_survives_large_scores(student):
     softmax does not change when every score moves by the same amount; a softmax that is
     wrong in another way loses its points in the tests above, not here."""
     hint = "exp overflows above about 709; subtract the row's maximum first"
-    moderate = _softmax_of(student, LARGE_BASE, "softmax(z)")
+    base = hidden_inputs(student.variant)["large_base"]  # (rows, columns)
+    moderate = _softmax_of(student, base, "softmax(z)")
     expect_finite(moderate, "softmax(z)")
     if not np.any(np.asarray(moderate, dtype=float) > 0):
         raise Mismatch("softmax(z) is all zeros", _SOFTMAX_HINT)
-    large = _softmax_of(student, LARGE_BASE + SHIFT, "softmax(z) for large z")
+    large = _softmax_of(student, base + SHIFT, "softmax(z) for large z")
     expect_finite(large, "softmax(z) for large z", hint=hint)
     expect_close(large, moderate, "softmax(z) for large z", tolerance=LARGE_SCORES,
                  hint="adding the same number to every score must not change the softmax; "
@@ -85,30 +110,30 @@ def test_softmax_survives_large_scores(student):
 
 @pytest.mark.points(0.75)
 def test_p_unscaled_is_the_weight_on_the_larger_key(student):
-    p = sdpa_ref.softmax(RAW)[0]
-    _expect_figures(student, "p_unscaled", p,
-                    "it is the softmax weight of the larger key for the raw scores (8, 0)")
+    numbers = student.variant.ex2
+    _expect_figures(student, "p_unscaled", numbers.expected()["p_unscaled"],
+                    f"it is the softmax weight of the larger key for the raw scores "
+                    f"({numbers.gap}, 0)")
 
 
 @pytest.mark.points(0.75)
 def test_p_scaled_is_the_weight_on_the_larger_key(student):
-    p = sdpa_ref.softmax(SCALED)[0]
-    _expect_figures(student, "p_scaled", p,
-                    "divide both raw scores by sqrt(d_k) = 8 before the softmax")
+    numbers = student.variant.ex2
+    _expect_figures(student, "p_scaled", numbers.expected()["p_scaled"],
+                    f"divide both raw scores by sqrt(d_k) = {root_text(numbers.d_k)} before "
+                    "the softmax")
 
 
 @pytest.mark.points(0.75)
 def test_grad_unscaled_is_the_smaller_keys_own_derivative(student):
-    grad = sdpa_ref.softmax_jacobian(RAW)[1, 1]
-    _expect_figures(student, "grad_unscaled", grad,
+    _expect_figures(student, "grad_unscaled", student.variant.ex2.expected()["grad_unscaled"],
                     "differentiate the smaller key's weight with respect to its own score, "
                     "and compute it from the unrounded weight")
 
 
 @pytest.mark.points(0.75)
 def test_grad_scaled_is_the_smaller_keys_own_derivative(student):
-    grad = sdpa_ref.softmax_jacobian(SCALED)[1, 1]
-    _expect_figures(student, "grad_scaled", grad,
-                    "the same derivative with the scaled scores (1, 0), taken with respect "
-                    "to the scaled score")
-
+    numbers = student.variant.ex2
+    _expect_figures(student, "grad_scaled", numbers.expected()["grad_scaled"],
+                    f"the same derivative with the scaled scores ({numbers.gap}, 0) / "
+                    f"{root_text(numbers.d_k)}, taken with respect to the scaled score")

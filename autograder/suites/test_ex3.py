@@ -22,7 +22,11 @@ Points: the causal mask 1.5, the six value tests 5.5, the four property tests 2,
 
 Every test uses shapes of its own, so that a cache keyed by shape cannot carry an answer from
 one test to another. Sizes stay small so that a plain-loop solution runs in well under a second.
+Each student has hidden inputs of their own, shapes and values (`hidden_inputs`, drawn for the
+student's variant from the course's secret inputs key; the default variant's are fixed).
 """
+
+from functools import lru_cache
 
 import numpy as np
 import pytest
@@ -45,8 +49,8 @@ pytestmark = pytest.mark.ex3
 
 
 def make_inputs(seed, n, m, d_k, d_v):
-    """Q (n, d_k), K (m, d_k), V (m, d_v), entries O(1)."""
-    rng = np.random.default_rng(seed)
+    """Q (n, d_k), K (m, d_k), V (m, d_v), entries O(1); `seed` a number or a Generator."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     return rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
 
 
@@ -62,24 +66,89 @@ def checkerboard_mask(n, m):
     return (np.arange(n)[:, None] + np.arange(m)[None, :]) % 2 == 1  # (n, m)
 
 
-def _with_mask(seed, n, m, d_k, d_v, make_mask):
-    Q, K, V = make_inputs(seed, n, m, d_k, d_v)
-    return Q, K, V, make_mask(Q, K)
+def stability_shift(size: int) -> float:
+    """The extra component that adds 800 to every scaled score of a (size, size) problem
+    (shift**2 / sqrt(d_k) with d_k = size), where exp overflows float64."""
+    return float(np.sqrt(800.0 * np.sqrt(size)))
 
 
-# The hidden inputs of the value tests: (Q, K, V, mask). tests/test_tolerances.py measures
-# every corpus submission's error on them.
-WITHOUT_MASK = (*make_inputs(301, n=5, m=7, d_k=3, d_v=4), None)
-CAUSAL = _with_mask(302, 6, 6, 4, 2, lambda Q, K: sdpa_ref.causal_mask(6))
-HIDING_LARGEST = _with_mask(303, 4, 6, 5, 3, lambda Q, K: mask_hiding_largest_scores(Q, K, 3))
-REFERENCE_INPUTS = {
-    "attention_weights_without_mask": WITHOUT_MASK,
-    "attention_output_without_mask": WITHOUT_MASK,
-    "attention_weights_with_causal_mask": CAUSAL,
-    "attention_output_with_causal_mask": CAUSAL,
-    "attention_weights_with_mask_hiding_largest_scores": HIDING_LARGEST,
-    "attention_output_with_mask_hiding_largest_scores": HIDING_LARGEST,
-}
+# Shapes (n, m, d_k, d_v) the notebook's self-checks and heatmap call attention with before
+# the hidden tests run: a drawn shape avoids them, so that an answer cached by shape (the
+# `stateful` mistake) cannot reach a hidden test from them.
+NOTEBOOK_SHAPES = frozenset({(3, 5, 4, 2), (5, 5, 4, 4), (1, 2, 64, 2), (3, 3, 4, 2),
+                             (8, 8, 8, 8)})
+SQUARE_SIZES = (3, 5, 6, 7, 9)  # the property tests' n = m = d_k = d_v, one each
+
+
+def _value_shapes(rng) -> tuple[tuple[int, ...], ...]:
+    """(n, m, d_k, d_v) of the three value tests: without a mask n != m, causal n = m = T
+    (with d_k != T), hiding the largest scores n != m and m >= 4. Always d_k != d_v and
+    m != d_v (the orientation, the scale by sqrt(d_v) and a swapped pair all show), d_k >= 2,
+    each shape its own."""
+    shapes: list[tuple[int, ...]] = []
+    for kind in ("without mask", "causal", "hiding largest"):
+        while True:
+            if kind == "causal":
+                n = m = int(rng.integers(3, 8))
+            else:
+                n, m = (int(x) for x in rng.choice(np.arange(2, 8), size=2, replace=False))
+            d_k, d_v = (int(x) for x in rng.choice(np.arange(2, 7), size=2, replace=False))
+            shape = (n, m, d_k, d_v)
+            if (m != d_v and not (kind == "causal" and d_k == n)
+                    and not (kind == "hiding largest" and m < 4)
+                    and shape not in NOTEBOOK_SHAPES and shape not in shapes):
+                shapes.append(shape)
+                break
+    return tuple(shapes)
+
+
+@lru_cache(maxsize=64)
+def hidden_inputs(variant) -> dict:
+    """Every hidden input of this suite for one student: (Q, K, V, mask) per test.
+
+    The default variant's are fixed (seeds 301 to 308); any other variant's shapes and values
+    are drawn from its own random numbers (`Variant.rng`), so that inputs leaked by one
+    submission say nothing about another's. Every test uses shapes of its own.
+    """
+    if variant.inputs_seed is None:
+        rng = None
+        value_shapes = ((5, 7, 3, 4), (6, 6, 4, 2), (4, 6, 5, 3))
+        sizes = (4, 3, 6, 5)
+        seeds = range(301, 309)
+    else:
+        rng = variant.rng("ex3")
+        value_shapes = _value_shapes(rng)
+        sizes = tuple(int(s) for s in rng.choice(SQUARE_SIZES, size=4, replace=False))
+        seeds = [rng] * 8
+    seeds = iter(seeds)
+    without_mask, causal, hiding = value_shapes
+    Q, K, V = make_inputs(next(seeds), *without_mask)
+    inputs = {"without_mask": (Q, K, V, None)}
+    Q, K, V = make_inputs(next(seeds), *causal)
+    inputs["causal"] = (Q, K, V, sdpa_ref.causal_mask(causal[0]))
+    Q, K, V = make_inputs(next(seeds), *hiding)
+    inputs["hiding_largest"] = (Q, K, V, mask_hiding_largest_scores(Q, K, hiding[1] // 2))
+    stable, read_only, unchanged, stateless = sizes
+    Q, K, V = make_inputs(next(seeds), stable, stable, stable - 1, stable)
+    zeros, shift = np.zeros((stable, 1)), np.full((stable, 1), stability_shift(stable))
+    inputs["stability"] = ((np.hstack([Q, zeros]), np.hstack([K, zeros]), V),  # (s, s) each
+                           (np.hstack([Q, shift]), np.hstack([K, shift]), V))
+    for name, size in (("read_only", read_only), ("unchanged", unchanged)):
+        inputs[name] = (*make_inputs(next(seeds), *(size,) * 4), checkerboard_mask(size, size))
+    first, second = (make_inputs(next(seeds), *(stateless,) * 4) for _ in range(2))
+    inputs["stateless"] = (first, second, checkerboard_mask(stateless, stateless))
+    return inputs
+
+
+def reference_inputs(variant) -> dict[str, tuple]:
+    """The hidden inputs of the value tests, (Q, K, V, mask) by test name
+    (tests/test_tolerances.py measures every corpus submission's error on them)."""
+    inputs = hidden_inputs(variant)
+    return {f"attention_{part}_{case}": inputs[key]
+            for part in ("weights", "output")
+            for case, key in (("without_mask", "without_mask"),
+                              ("with_causal_mask", "causal"),
+                              ("with_mask_hiding_largest_scores", "hiding_largest"))}
 
 
 def call_attention(student, Q, K, V, *, readonly=False, **mask):
@@ -206,54 +275,37 @@ def test_causal_mask_hides_strictly_the_future(student):
 
 @pytest.mark.points(1)
 def test_attention_weights_without_mask(student):
-    _expect_weights(student, WITHOUT_MASK, _SCALE_HINT)
+    _expect_weights(student, hidden_inputs(student.variant)["without_mask"], _SCALE_HINT)
 
 
 @pytest.mark.points(1)
 def test_attention_output_without_mask(student):
-    _expect_output(student, WITHOUT_MASK, _SCALE_HINT)
+    _expect_output(student, hidden_inputs(student.variant)["without_mask"], _SCALE_HINT)
 
 
 @pytest.mark.points(0.75)
 def test_attention_weights_with_causal_mask(student):
-    _expect_weights(student, CAUSAL, _MASK_HINT)
+    _expect_weights(student, hidden_inputs(student.variant)["causal"], _MASK_HINT)
 
 
 @pytest.mark.points(0.75)
 def test_attention_output_with_causal_mask(student):
-    _expect_output(student, CAUSAL, _MASK_HINT)
+    _expect_output(student, hidden_inputs(student.variant)["causal"], _MASK_HINT)
 
 
 @pytest.mark.points(1)
 def test_attention_weights_with_mask_hiding_largest_scores(student):
-    _expect_weights(student, HIDING_LARGEST, _MASK_HINT)
+    _expect_weights(student, hidden_inputs(student.variant)["hiding_largest"], _MASK_HINT)
 
 
 @pytest.mark.points(1)
 def test_attention_output_with_mask_hiding_largest_scores(student):
-    _expect_output(student, HIDING_LARGEST, _MASK_HINT)
-
-
-STABILITY_SHIFT = 40.0  # an extra component 40 in every query and key: scores gain 800
-
-
-def stability_inputs():
-    """(moderate, large): the same Q K^T up to one constant, about 800 after scaling.
-
-    Q (4, 3) and K (4, 3) get a fourth component, 0 in `moderate` and 40 in `large`, so
-    every scaled score of `large` is that of `moderate` plus 40 * 40 / sqrt(4) = 800, where
-    exp overflows float64; the softmax of each row does not change.
-    """
-    Q, K, V = make_inputs(304, n=4, m=4, d_k=3, d_v=4)
-    zeros, shift = np.zeros((4, 1)), np.full((4, 1), STABILITY_SHIFT)  # (4, 1)
-    moderate = (np.hstack([Q, zeros]), np.hstack([K, zeros]), V)  # (4, 4) each
-    large = (np.hstack([Q, shift]), np.hstack([K, shift]), V)  # (4, 4) each
-    return moderate, large
+    _expect_output(student, hidden_inputs(student.variant)["hiding_largest"], _MASK_HINT)
 
 
 @pytest.mark.points(0.5)
 def test_attention_is_stable_at_large_scores(student):
-    moderate, large = stability_inputs()
+    moderate, large = hidden_inputs(student.variant)["stability"]  # same Q K^T, + 800
     expected = valid_answer(call_attention(student, *moderate), *moderate)
     got = as_result(call_attention(student, *large))
     hint = "exp overflows above about 709: subtract each row's maximum score first"
@@ -266,8 +318,7 @@ def test_attention_is_stable_at_large_scores(student):
 
 @pytest.mark.points(0.5)
 def test_attention_accepts_read_only_inputs(student):
-    Q, K, V = make_inputs(305, n=3, m=3, d_k=3, d_v=3)
-    mask = checkerboard_mask(3, 3)  # (3, 3)
+    Q, K, V, mask = hidden_inputs(student.variant)["read_only"]  # (s, s) each
     writable = valid_answer(call_attention(student, Q, K, V, mask=mask), Q, K, V)
     read_only = as_result(call_attention(student, Q, K, V, mask=mask, readonly=True))
     for name, a, b in zip(("out", "attn"), read_only, writable, strict=True):
@@ -278,8 +329,7 @@ def test_attention_accepts_read_only_inputs(student):
 
 @pytest.mark.points(0.5)
 def test_attention_leaves_its_inputs_unchanged(student):
-    Q, K, V = make_inputs(306, n=6, m=6, d_k=6, d_v=6)
-    mask = checkerboard_mask(6, 6)  # (6, 6)
+    Q, K, V, mask = hidden_inputs(student.variant)["unchanged"]  # (s, s) each
     result, args, kwargs = student.call_with_inputs("attention", Q, K, V, mask=mask)
     for name, before, after in zip("QKV", (Q, K, V), args, strict=True):
         if not _unchanged(after, before):
@@ -300,9 +350,7 @@ def _unchanged(after, before) -> bool:
 
 @pytest.mark.points(0.5)
 def test_attention_answers_each_call_from_its_own_inputs(student):
-    first = make_inputs(307, n=5, m=5, d_k=5, d_v=5)
-    second = make_inputs(308, n=5, m=5, d_k=5, d_v=5)
-    mask = checkerboard_mask(5, 5)  # (5, 5)
+    first, second, mask = hidden_inputs(student.variant)["stateless"]  # (s, s) each
     answers = [call_attention(student, *inputs, mask=mask)
                for inputs in (first, second, first, second)]
     answers[0] = valid_answer(answers[0], *first)  # the first call cannot be stale yet

@@ -2,8 +2,10 @@
 
 Owns building the generated notebooks from their jupytext source (`notebooks`), where the
 kit's material lies once installed (`material`), an nbgrader course directory opened
-in-process (`directory`), and the `init` and `release` commands (`create`, `release`).
+in-process with its seed's variants (`directory`), and the `init`, `release` and `variant`
+commands (`create`, `release`, `variants`).
 
-May import: `sdpa_course.errors`, `sdpa_course.assignment` and `sdpa_course.nbgrader_ext`
-(the release's stubs). Not `grading`, `reports`, `demo` or `cli`, which build on it.
+May import: `sdpa_course.errors`, `sdpa_course.assignment`, `sdpa_course.nbgrader_ext`
+(the release's stubs, the course seed) and `autograder.variants`. Not `grading`, `reports`,
+`demo` or `cli`, which build on it.
 """

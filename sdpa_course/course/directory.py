@@ -17,6 +17,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK, REPORTS_DIRECTORY
 from sdpa_course.errors import KitError
+from sdpa_course.nbgrader_ext.variants import CourseVariants
 
 CONFIG_FILE = "nbgrader_config.py"
 
@@ -72,6 +73,11 @@ class Course:
         """
         name = getattr(self.coursedir, f"{step}_directory")
         return Path(self.coursedir.format_path(name, student, self.assignment))
+
+    @property
+    def variants(self) -> CourseVariants:
+        """The course seed's variants: `course.variants.variant(student)`."""
+        return CourseVariants(config=self.config)
 
     @property
     def reports_dir(self) -> Path:

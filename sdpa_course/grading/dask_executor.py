@@ -1,10 +1,12 @@
 """`sdpa-course grade --scheduler ADDRESS`: the grading step on a Dask cluster.
 
-`DaskExecutor` has the local `WorkerPool`'s interface (`submit(key, path)`, `poll(timeout)`,
-`busy`, a context manager), so the class-grading pipeline (`grade._GradingRun`) is the same
-with either: only where the engine runs changes. Each submission travels as its contents
-(bytes: workers share no filesystem with the instructor) to `dask_worker.grade_task`; a plain
-report comes back, and the instructor's process stays the only gradebook writer.
+`DaskExecutor` has the local `WorkerPool`'s interface (`submit(key, path, variant)`,
+`poll(timeout)`, `busy`, a context manager), so the class-grading pipeline
+(`grade._GradingRun`) is the same with either: only where the engine runs changes. Each
+submission travels as its contents (bytes: workers share no filesystem with the instructor)
+to `dask_worker.grade_task`, with the student's variant as plain data (never the course
+seed); a plain report comes back, and the instructor's process stays the only gradebook
+writer.
 
 Faults:
 - a worker that dies mid-task: the scheduler runs its tasks again on another worker (the
@@ -30,6 +32,7 @@ from dask.base import tokenize
 from distributed import Client
 from distributed.scheduler import KilledWorker
 
+from autograder.variants import DEFAULT, Variant
 from sdpa_course.engine_call import ISOLATED
 from sdpa_course.errors import KitError
 from sdpa_course.grading.dask_worker import PLUGIN_NAME, GradingPlugin, KitMismatch, grade_task
@@ -41,7 +44,8 @@ WORKERS_SECONDS = 60.0
 
 
 class DaskExecutor:
-    """`submit(key, path)` then `poll()` for outcomes until `busy` is False, on Dask workers."""
+    """`submit(key, path, variant)` then `poll()` for outcomes until `busy` is False, on Dask
+    workers."""
 
     def __init__(self, scheduler: str, *, retries: int = 1,
                  connect_timeout: float | None = None, workers_timeout: float | None = None,
@@ -91,12 +95,13 @@ class DaskExecutor:
                            f"{err}. Workers need the kit installed: pip install "
                            f"'sdpa-course[dask]'") from None
 
-    def submit(self, key: str, path: Path) -> None:
-        """Ship the notebook at `path` (its bytes) to be graded; its outcome comes as `key`."""
+    def submit(self, key: str, path: Path, variant: Variant = DEFAULT) -> None:
+        """Ship the notebook at `path` (its bytes) to be graded as `variant`; its outcome
+        comes as `key`."""
         if key in self.futures:  # already on its way: one outcome per key
             return
         content = Path(path).read_bytes()
-        args = (content, str(path), self.expected)
+        args = (content, str(path), self.expected, variant.to_dict())
         future = self.client.submit(grade_task, *args, key=f"sdpa-grade-{key}-{tokenize(*args)}",
                                     pure=True, retries=self.retries)
         self.futures[key] = future

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from distributed import WorkerPlugin, get_worker
 
+from autograder.variants import DEFAULT, Variant
 from sdpa_course.engine_call import ISOLATED, grade_bytes, require_isolation, sandbox_pool
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.grading.kit_version import kit_fingerprint, version_mismatch
@@ -71,8 +72,10 @@ def _plugin() -> GradingPlugin | None:
     return plugin if isinstance(plugin, GradingPlugin) else None
 
 
-def grade_task(content: bytes, name: str, expected: dict[str, str]) -> dict:
-    """Grade one submission's contents on this worker: {"report": ...} or {"error": ...}.
+def grade_task(content: bytes, name: str, expected: dict[str, str],
+               variant: dict | None = None) -> dict:
+    """Grade one submission's contents on this worker as `variant` (`Variant.to_dict()`, the
+    default without): {"report": ...} or {"error": ...}.
 
     Pure: the same contents and kit give the same report, so Dask may run it again
     on another worker when one dies. A fault of the kit (not of the submission) is raised, so
@@ -88,7 +91,8 @@ def grade_task(content: bytes, name: str, expected: dict[str, str]) -> dict:
     plugin = _plugin()
     pool = plugin.pool() if plugin is not None and plugin.expected == expected else None
     try:
-        return {"report": grade_bytes(content, name, pool=pool)}
+        graded_as = DEFAULT if variant is None else Variant.from_dict(variant)
+        return {"report": grade_bytes(content, name, pool=pool, variant=graded_as)}
     except GradingFailed as err:
         if err.retry:
             raise

@@ -3,10 +3,12 @@
 The pipeline, in order (each step its own module):
 
 1. find the submissions (`grading.submissions`) and skip those already recorded
-   (`reports.records`), unless `--force`;
+   (`reports.records`), unless `--force`; check that the release carries this course's numbers
+   key (`grading.variants`);
 2. per submission, in this process: nbgrader's sanitising pass (`grading.recording.prepare`);
-3. in a worker process: the engine grades the sanitised notebook (`grading.workers`, or
-   `grading.dask_executor` on a Dask cluster), through `engine_call`;
+3. in a worker process: the engine grades the sanitised notebook as the student's variant
+   (from the course seed and the folder's student id), in `grading.workers`, or
+   `grading.dask_executor` on a Dask cluster, through `engine_call`;
 4. back in this process, the only gradebook writer: nbgrader's autograding pass with the
    engine's scores, the gradebook, the feedback page (`grading.recording.record`), then the
    record;
@@ -47,7 +49,9 @@ from sdpa_course.grading.nbgrader_speedups import quick_sqlite_commits, schema_c
 from sdpa_course.grading.progress import Progress
 from sdpa_course.grading.recording import SubmissionRecorder
 from sdpa_course.grading.submissions import find_submissions
+from sdpa_course.grading.variants import release_mismatch
 from sdpa_course.grading.workers import WorkerPool
+from sdpa_course.nbgrader_ext.variants import CourseVariants
 from sdpa_course.reports import records
 from sdpa_course.reports.class_report import write_class_report
 from sdpa_course.reports.safe_text import for_terminal
@@ -101,7 +105,7 @@ class ClassResult:
 
     def as_json(self) -> dict:
         """CONTRACT section 4."""
-        keys = ("status", "score", "max_score", "extra_credit", "exercises", "error")
+        keys = ("status", "score", "max_score", "extra_credit", "exercises", "variant", "error")
         return {
             "assignment": self.assignment,
             "isolation": self.isolation,
@@ -121,8 +125,11 @@ def _quiet_known_warnings() -> None:
     warnings.filterwarnings("ignore", message=".*missing an id field.*")  # nbformat 4.4 files
 
 
-def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dict[str, dict]]:
-    """(to grade, already recorded): recorded means for this very submission, nothing missing."""
+def _recorded(course: Course, submissions: list, force: bool,
+              variants: CourseVariants) -> tuple[list, dict[str, dict]]:
+    """(to grade, already recorded): recorded means for this very submission, nothing missing.
+
+    Refuses (KitError) a course whose release does not carry the numbers key of its seed."""
     known = records.load_records(course.reports_dir)
     todo, done = [], {}
     with Gradebook(course.db_url, course.course_id) as gradebook:
@@ -131,6 +138,9 @@ def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dic
         except Exception:
             raise KitError(f"the gradebook has no notebook {course.notebook} in assignment "
                            f"{course.assignment}: run `sdpa-course release` first") from None
+        mismatch = release_mismatch(gradebook, course, variants)
+        if mismatch:
+            raise KitError(mismatch)
         for submission in submissions:
             record = known.get(submission.student)
             if force or record is None or record.get("fingerprint") != submission.fingerprint():
@@ -153,8 +163,10 @@ def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dic
 class _GradingRun:
     """One pass over the submissions to grade: the parent's side of the pipeline."""
 
-    def __init__(self, course: Course, recorder, pool, progress, result: ClassResult):
+    def __init__(self, course: Course, recorder, pool, progress, result: ClassResult,
+                 variants: CourseVariants):
         self.course, self.recorder, self.pool = course, recorder, pool
+        self.variants = variants
         self.progress, self.result = progress, result
         self.submissions: dict[str, object] = {}
         self.notes: dict[str, list[str]] = {}
@@ -169,7 +181,9 @@ class _GradingRun:
                 self.finish(records.failed_record(submission.student, str(err),
                                                   submission.fingerprint()), timed=False)
                 continue
-            self.pool.submit(submission.student, path)
+            # the folder's student id, never the one the notebook claims
+            self.pool.submit(submission.student, path,
+                             self.variants.variant(submission.student, self.course.assignment))
             for outcome in self.pool.poll(0):
                 self.take(outcome)
         while self.pool.busy:
@@ -203,6 +217,8 @@ class _GradingRun:
 
     def finish(self, record: dict, *, timed: bool = True) -> None:
         student = record["student"]
+        if not record.get("variant"):  # a failed student: still say whose numbers were due
+            record["variant"] = self.variants.variant(student, self.course.assignment).public()
         if record["status"] == records.FAILED:
             note = self.recorder.forget(student)
             record["warnings"] = [*record["warnings"], f"gradebook: {note}"]
@@ -240,6 +256,8 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
         raise KitError(f"no submissions: nothing under {submitted}/<student>/{course.assignment}/")
     result = ClassResult(course.assignment, {}, isolation=isolation)
     settings = ClassGrading(config=course.config)
+    variants = CourseVariants(config=course.config)
+    variants.numbers_key()  # a malformed seed stops the run here, before anything is written
     probe = None  # the kit's sandbox, started while the gradebook is read: refused before
     if not scheduler and engine is grade_submission:  # any worker starts, where unavailable
         deadline = _deadline(settings)
@@ -250,7 +268,7 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
     with warnings.catch_warnings():
         _quiet_known_warnings()
         try:
-            todo, result.records = _recorded(course, submissions, force)
+            todo, result.records = _recorded(course, submissions, force, variants)
             if todo and probe is not None:
                 require_isolation(probe)
         finally:
@@ -271,7 +289,7 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
                     quick_sqlite_commits(gradebook), schema_checked_once(), \
                     Progress(len(todo), stream=progress_stream, started=started) as progress:
                 recorder = SubmissionRecorder(course, gradebook)
-                _GradingRun(course, recorder, pool, progress, result).grade(todo)
+                _GradingRun(course, recorder, pool, progress, result, variants).grade(todo)
 
     result.records = dict(sorted(result.records.items()))
     with warnings.catch_warnings():

@@ -23,7 +23,9 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import find_all_files
 
+from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.errors import GradingFailed
+from sdpa_course.nbgrader_ext.variants import COURSE_LINE, embedded_key
 
 TIMESTAMP_FILE = "timestamp.txt"
 MAX_NOTEBOOK_BYTES = 20 * 2**20  # far above any real notebook of this assignment
@@ -110,6 +112,16 @@ def _release_metadata_only(nb, release: dict[str, dict | None]) -> tuple[list[st
 def _names(names: list[str]) -> str:
     shown = ", ".join(" ".join(name.split())[:60] for name in names[:10])
     return shown + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
+
+def _edited(grade_id: str, submitted: str, released: str) -> bool:
+    """The locked cell differs from the release. A *Your numbers* cell that carries no course
+    key at all (the kit's answer key, a copy made outside the course) is the release's cell
+    before `sdpa-course release` filled in the course: not an edit (it is restored anyway)."""
+    if grade_id == NUMBERS_CELL and embedded_key(submitted) == "":
+        submitted = COURSE_LINE.sub("", submitted, count=1)
+        released = COURSE_LINE.sub("", released, count=1)
+    return submitted.strip() != released.strip()
 
 
 def copy_regular_files(source: Path, dest: Path, ignore: list[str]) -> list[str]:
@@ -214,7 +226,8 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
         for cell in nb.cells
         if isinstance(cell.metadata.get("nbgrader"), dict)
         and cell.metadata["nbgrader"].get("grade_id") in (locked_sources or {})
-        and cell.source.strip() != locked_sources[cell.metadata["nbgrader"]["grade_id"]].strip()
+        and _edited(cell.metadata["nbgrader"]["grade_id"], cell.source,
+                    locked_sources[cell.metadata["nbgrader"]["grade_id"]])
     )
     if edited:
         warnings.append(f"locked cells edited and restored from the release: {', '.join(edited)}")

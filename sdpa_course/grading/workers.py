@@ -1,8 +1,10 @@
 """Grading processes: each submission graded by exactly one worker, with the engine.
 
 Workers only run the engine (each keeps one sandbox pool for all its submissions) and send
-back plain reports; they never touch the gradebook. A worker that dies or runs past the
-deadline is replaced, and its submission comes back as failed with the reason.
+back plain reports; they never touch the gradebook. Each task carries the student's variant
+as plain data (`Variant.to_dict`), derived in the parent from the folder's student id. A
+worker that dies or runs past the deadline is replaced, and its submission comes back as
+failed with the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from autograder.engine import grade_submission
+from autograder.variants import DEFAULT, Variant
 from sdpa_course.engine_call import ISOLATED, Engine, grade_path, sandbox_pool
 from sdpa_course.errors import GradingFailed
 
@@ -42,9 +45,11 @@ def _worker_main(conn, engine: Engine, isolation: str) -> None:
                 break
             if task is None:
                 break
-            key, path = task
+            key, path, variant = task
             try:
-                conn.send(Outcome(key, report=grade_path(Path(path), engine=engine, pool=pool)))
+                report = grade_path(Path(path), engine=engine, pool=pool,
+                                    variant=Variant.from_dict(variant))
+                conn.send(Outcome(key, report=report))
             except GradingFailed as err:
                 conn.send(Outcome(key, error=str(err), retry=err.retry))
             except Exception as err:
@@ -60,10 +65,10 @@ class _Worker:
         self.process = context.Process(target=_worker_main, args=(child, engine, isolation))
         self.process.start()
         child.close()
-        self.task: tuple[str, str] | None = None
+        self.task: tuple[str, str, dict] | None = None
         self.started = 0.0
 
-    def send(self, task: tuple[str, str]) -> None:
+    def send(self, task: tuple[str, str, dict]) -> None:
         self.task = task
         self.started = time.monotonic()
         try:
@@ -87,7 +92,7 @@ class _Worker:
 
 
 class WorkerPool:
-    """`submit(key, path)` then `poll()` for outcomes until `busy` is False.
+    """`submit(key, path, variant)` then `poll()` for outcomes until `busy` is False.
 
     `engine` grades one notebook file in a worker: `autograder.engine.grade_submission`
     unless a test passes a stand-in. `isolation` is the workers' sandbox pools' (the caller
@@ -105,7 +110,7 @@ class WorkerPool:
         # entered before the gradebook is opened, so no database connection is inherited.
         methods = multiprocessing.get_all_start_methods()
         self.context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        self.queue: deque[tuple[str, str]] = deque()
+        self.queue: deque[tuple[str, str, dict]] = deque()
         self.workers: list[_Worker] = []
 
     def __enter__(self) -> WorkerPool:
@@ -116,8 +121,8 @@ class WorkerPool:
     def __exit__(self, exc_type, exc, tb) -> None:
         self.close(kill=exc_type is not None)
 
-    def submit(self, key: str, path: Path) -> None:
-        self.queue.append((key, str(path)))
+    def submit(self, key: str, path: Path, variant: Variant = DEFAULT) -> None:
+        self.queue.append((key, str(path), variant.to_dict()))
         self._dispatch()
 
     @property

@@ -20,7 +20,7 @@ results, the causal heatmap included.
 
 `sdpa-course grade` grades in worker processes and hands the report in through
 `resources["sdpa_course"]["report"]`; a plain `nbgrader autograde` has none, and the engine
-is then called here.
+is then called here, as the variant of the student nbgrader is grading (the folder's id).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from autograder.exercises import exercise_key
 from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
 from sdpa_course.engine_call import grade_path
 from sdpa_course.errors import GradingFailed
+from sdpa_course.nbgrader_ext.variants import CourseVariants
 from sdpa_course.reports.feedback_text import exercise_text
 
 
@@ -117,7 +118,7 @@ class EngineGrades(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         report = resources.get(METADATA_KEY, {}).get("report")
         if report is None:
-            report = self._grade_here(nb)
+            report = self._grade_here(nb, resources.get("nbgrader", {}).get("student"))
         exercises = report["exercises"]
         for cell in nb.cells:
             if not is_autograded_cell(cell):
@@ -137,9 +138,11 @@ class EngineGrades(NbGraderPreprocessor):
         nb.metadata[METADATA_KEY] = {"report": report}
         return nb, resources
 
-    def _grade_here(self, nb) -> dict:
-        """Plain `nbgrader autograde`: grade the sanitised notebook with the engine."""
+    def _grade_here(self, nb, student: str | None) -> dict:
+        """Plain `nbgrader autograde`: grade the sanitised notebook with the engine, as the
+        student's variant."""
+        variant = CourseVariants(parent=self).variant(student or "")
         with tempfile.TemporaryDirectory(prefix="sdpa-autograde-") as tmp:
             path = Path(tmp) / f"{NOTEBOOK}.ipynb"
             nbformat.write(nb, str(path))
-            return grade_path(path)
+            return grade_path(path, variant=variant)

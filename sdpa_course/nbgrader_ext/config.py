@@ -24,6 +24,7 @@ from sdpa_course.nbgrader_ext.feedback_view import FeedbackView, GetGradesWithPe
 from sdpa_course.nbgrader_ext.redact import RedactFeedback
 from sdpa_course.nbgrader_ext.restore_cells import OverwriteCellsInPlace
 from sdpa_course.nbgrader_ext.safe_notebook import SafeNotebook
+from sdpa_course.nbgrader_ext.variants import EmbedCourseNumbers
 
 TEMPLATES = Path(__file__).parent / "templates"
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).parent / "server_extensions/formgrader/templates"
@@ -33,8 +34,10 @@ def configure_release(c) -> None:
     """Settings for building the student release (generate_assignment)."""
     # nbgrader's own pipeline, in its own order, with stubs that name their exercise in place
     # of the stock ClearSolutions (same slot: after LockCells, before the checksums).
+    # The course's numbers key goes in first, before nbgrader locks the cells, takes their
+    # checksums and keeps their sources in the gradebook (SaveCells).
     preprocessors = GenerateAssignment.class_traits()["preprocessors"].default()
-    c.GenerateAssignment.preprocessors = [
+    c.GenerateAssignment.preprocessors = [EmbedCourseNumbers] + [
         ExerciseClearSolutions if step is ClearSolutions else step for step in preprocessors
     ]
     # The jupytext text source of the notebook sits beside it in source/<assignment>/ and holds

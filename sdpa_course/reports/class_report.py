@@ -9,7 +9,8 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
 - `scores.csv`: one row per student: status, automatic score, the extra credit of the
   optional exercise 4 (never counted in the score or its maximum), each exercise's score and its
   diagnoses (one column per exercise), the hand-graded answers (score or `pending`), the late
-  penalty and the reason of a failure (never a 0 for a student who could not be graded);
+  penalty, the reason of a failure (never a 0 for a student who could not be graded) and the
+  student's variant (whose numbers were graded; `default` for the lesson's own);
 - `diagnoses.csv`: one row per (student, exercise, code), with the code's meaning;
 - `grades.csv`: the export for an LMS upload: every student (graded, failed, missing), the
   automatic points, the extra credit, the hand points, the late penalty and the total (extra
@@ -111,6 +112,21 @@ def _text_row(values) -> list[str]:
     return [for_spreadsheet(v) for v in values]
 
 
+def variant_label(record: dict) -> str:
+    """The label of the student's variant (`default`: the lesson's numbers), "" if unknown."""
+    variant = record.get("variant") or {}
+    return str(variant.get("label", "")) if isinstance(variant, dict) else ""
+
+
+def variants_sentence(records: dict[str, dict]) -> str:
+    labels = {variant_label(r) for r in records.values()} - {""}
+    if labels <= {"default"}:
+        return "Every student worked the lesson's own numbers (the default variant)."
+    return (f"Each student worked their own numbers: {len(labels)} variants, each student's "
+            "in the last column of scores.csv (`sdpa-course variant STUDENT` prints its "
+            "numbers and expected answers).")
+
+
 def write_scores_csv(records: dict[str, dict], marks: dict[str, dict], path: Path) -> None:
     exercises = exercise_names(records)
     written = written_names(marks)
@@ -118,7 +134,7 @@ def write_scores_csv(records: dict[str, dict], marks: dict[str, dict], path: Pat
         writer = csv.writer(fh)
         writer.writerow(["student", "status", "score", "max_score", "extra_credit", *exercises,
                          *(f"{ex} diagnoses" for ex in exercises), *written,
-                         "late_penalty", "reason"])
+                         "late_penalty", "reason", "variant"])
         for student, record in sorted(records.items()):
             graded = record["status"] == GRADED
             results = record.get("exercises") or {}
@@ -136,6 +152,7 @@ def write_scores_csv(records: dict[str, dict], marks: dict[str, dict], path: Pat
                 points(record.get("extra_credit") or 0.0) if graded else "",
                 *per_exercise, *codes, *hand,
                 points(penalty) if graded and penalty is not None else "", reason,
+                variant_label(record),
             ]))
 
 
@@ -328,6 +345,7 @@ vertical-align:top;text-align:left}}img{{max-width:100%}}.note{{color:#555;font-
 Files: <a href="scores.csv">scores.csv</a> (one row per student, diagnoses per exercise),
 <a href="diagnoses.csv">diagnoses.csv</a> (student, exercise, code),
 <a href="grades.csv">grades.csv</a> (for an LMS: every student, automatic, hand and total).</p>
+<p>{_e(variants_sentence(records))}</p>
 <h2>Exercises</h2>
 <img src="scores.png" alt="Histograms: how many students got each score, one per exercise">
 <img src="diagnoses.png" alt="{DIAGNOSES_ALT}">

@@ -2,8 +2,9 @@
 
 - `exercise_text`: the plain text under each graded cell (formgrader and the autograded
   notebook show it);
-- `exercise_view` and `summary_view`: the data the feedback page's template lays out (the
-  summary table first, then each exercise's tests and diagnoses).
+- `exercise_view`, `summary_view` (with `variant_view`: which numbers were graded): the data
+  the feedback page's template lays out (the summary table first, then each exercise's tests
+  and diagnoses).
 
 Every diagnosis is worded by `autograder.diagnoses.codes.WORDING`, the one table the terminal
 report, the class report and the contract read too. Nothing here reads a hidden test, and
@@ -143,6 +144,7 @@ def summary_view(report: dict, written: list[dict], late_penalty: float = 0.0) -
     extra = float(report.get("extra_credit") or 0)  # on top, as nbgrader's gradebook adds it
     total = auto + extra + hand_total - float(late_penalty or 0)
     return {
+        "variant": variant_view(report.get("variant")),
         "rows": rows,
         "auto": f"{points(auto)} / {points(auto_max)}",
         "extra_credit": points(extra) if extra else "",
@@ -155,3 +157,20 @@ def summary_view(report: dict, written: list[dict], late_penalty: float = 0.0) -
             for c in report.get("cells") or [] if not c.get("exercises")
         ],
     }
+
+
+def variant_view(variant) -> dict:
+    """Which numbers were graded (`graded`: "" for the lesson's own) and, when the notebook
+    showed another variant, its label (`shown_other`)."""
+    if not isinstance(variant, dict):
+        return {"graded": "", "shown_other": "", "label": ""}
+    label, shown = str(variant.get("label") or "default"), variant.get("shown")
+    graded = ""
+    if label != "default":
+        owner = f" (student {variant['student']})" if variant.get("student") else ""
+        inputs = (", and hidden inputs of your own for Exercises 2 and 3"
+                  if variant.get("own_inputs") else "")
+        graded = (f"Graded as variant {label}{owner}: your own numbers for Exercises 1 and "
+                  f"2{inputs}.")
+    other = shown if isinstance(shown, str) and shown != label else ""
+    return {"graded": graded, "shown_other": other, "label": label}

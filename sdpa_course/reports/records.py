@@ -24,6 +24,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "max_score": float(report["max_score"]),
         "extra_credit": float(report.get("extra_credit", 0.0)),
         "exercises": report["exercises"],
+        "variant": report.get("variant"),  # whose numbers were graded (no hidden input)
         "error": None,
         "warnings": warnings,
         "isolation": report.get("isolation", "namespaces"),  # how its code ran
@@ -43,6 +44,7 @@ def failed_record(student: str, error: str, fingerprint: str, *, retry: bool = F
         "max_score": None,
         "extra_credit": None,
         "exercises": {},
+        "variant": None,  # filled in by the run, which knows the student's variant
         "error": error,
         "warnings": warnings or [],
         "fingerprint": fingerprint,

@@ -66,6 +66,141 @@ def _report(exercise, problems):
               "More tests run when your work is graded.")
 
 # %% [markdown]
+# ## Your numbers
+#
+# In a course, every student works Exercises 1 and 2 with numbers of their own, worked out from
+# their student id; without an id (or in a copy of this notebook outside a course) they are the
+# lesson's own numbers, the *default variant*. The notebook finds your id by itself on
+# JupyterHub and through nbgrader's exchange. Anywhere else (a notebook you downloaded, say),
+# type your course id between the quotes below, once, and run the two cells. Your work is
+# always graded with the numbers of the id it is handed in under, so check that the id shown
+# is yours.
+
+# %%
+STUDENT_ID = ""  # your course id between the quotes, e.g. "jdoe" (leave "" on JupyterHub)
+
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "your_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Your numbers for Exercises 1 and 2, worked out from your student id. `sdpa-course release`
+# writes your course's numbers key (public: it only turns ids into numbers) on the next line.
+COURSE = {"assignment": "sdpa", "numbers_key": "", "course_id": "", "exchange_root": ""}
+
+import getpass
+import hashlib
+import hmac
+import itertools
+import math
+import os
+
+# -- the same code as the grader's autograder/variants/numbers.py --------------------------
+LESSON_EX1 = {"q": (1, 0), "k1": (1, 0), "k2": (0, 1), "v1": (1, 0), "v2": (0, 1), "d_k": 2}
+LESSON_EX2 = {"gap": 8, "d_k": 64}
+DEFAULT_LABEL = "default"
+
+
+def _variant_digest(numbers_key, assignment, student):
+    """32 bytes that fix one student's numbers: HMAC-SHA256 under the course's numbers key."""
+    message = "\x00".join(("sdpa-course numbers v1", assignment, student)).encode("utf-8")
+    return hmac.new(bytes.fromhex(numbers_key), message, hashlib.sha256).digest()
+
+
+def _draws(digest, purpose):
+    """Endless integers in [0, 2**32) for one purpose: SHA-256 of the digest, counter mode."""
+    for counter in itertools.count():
+        block = hashlib.sha256(digest + purpose.encode() + counter.to_bytes(8, "big")).digest()
+        for start in range(0, 32, 4):
+            yield int.from_bytes(block[start:start + 4], "big")
+
+
+def _ex1_fits(numbers):
+    """Numbers a calculator handles and on which every catalogued slip shows."""
+    s1, s2 = (sum(a * b for a, b in zip(numbers["q"], numbers[k], strict=True))
+              for k in ("k1", "k2"))
+    return (max(abs(s1), abs(s2)) <= 4 and max(s1, s2) >= 0
+            and 0.5 <= abs(s1 - s2) / math.sqrt(numbers["d_k"]) <= 2
+            and numbers["v1"] != numbers["v2"] and numbers != LESSON_EX1)
+
+
+def _ex1_numbers(digest):
+    """Exercise 1: one query, two keys and their values, all small integers; d_k is 2 or 4."""
+    draws = _draws(digest, "ex1")
+    while True:
+        d_k = (2, 4)[next(draws) % 2]
+        q, k1, k2 = (tuple(next(draws) % 5 - 2 for _ in range(d_k)) for _ in range(3))
+        v1, v2 = (tuple(next(draws) % 5 - 2 for _ in range(2)) for _ in range(2))
+        numbers = {"q": q, "k1": k1, "k2": k2, "v1": v1, "v2": v2, "d_k": d_k}
+        if _ex1_fits(numbers):
+            return numbers
+
+
+def _ex2_numbers(digest):
+    """Exercise 2: the raw score gap (6 to 9) and d_k (a perfect square, 16 to 100)."""
+    draws = _draws(digest, "ex2")
+    while True:
+        numbers = {"gap": 6 + next(draws) % 4, "d_k": (4 + next(draws) % 7) ** 2}
+        if numbers["gap"] ** 2 not in (numbers["d_k"], 4 * numbers["d_k"]):
+            return numbers
+
+
+def student_numbers(numbers_key, assignment, student):
+    """{"label", "ex1", "ex2"} of one student; the lesson's own without a key or an id."""
+    if not numbers_key or not student:
+        return {"label": DEFAULT_LABEL, "ex1": dict(LESSON_EX1), "ex2": dict(LESSON_EX2)}
+    digest = _variant_digest(numbers_key, assignment, student)
+    return {"label": digest.hex()[:6], "ex1": _ex1_numbers(digest), "ex2": _ex2_numbers(digest)}
+# -- end of the grader's code -------------------------------------------------------------
+
+
+def _your_student_id():
+    """(your id, where it was found): typed above, set for you, JupyterHub, nbgrader's exchange."""
+    typed = globals().get("STUDENT_ID")
+    if isinstance(typed, str) and typed.strip():
+        return typed.strip(), "typed in the cell above"
+    for variable, where in (("SDPA_STUDENT_ID", "set for you"),
+                            ("JUPYTERHUB_USER", "your JupyterHub login")):
+        if os.environ.get(variable, "").strip():
+            return os.environ[variable].strip(), where
+    exchange = os.path.join(COURSE["exchange_root"], COURSE["course_id"], "outbound")
+    if COURSE["exchange_root"] and COURSE["course_id"] and os.path.isdir(exchange):
+        try:
+            return getpass.getuser(), "your login, as nbgrader's exchange knows you"
+        except Exception:  # no login name to be found: ask for the id instead
+            pass
+    return "", ""
+
+
+def _vector(numbers):
+    return "(" + ", ".join(str(x) for x in numbers) + ")"
+
+
+def _numbers_text(exercise):
+    """Your numbers for one exercise, as the exercise states them."""
+    if exercise == "ex1":
+        vectors = [f"{name} = {_vector(EX1[name])}" for name in ("q", "k1", "k2", "v1", "v2")]
+        return ", ".join(vectors + [f"d_k = {EX1['d_k']}"])
+    return f"raw scores ({EX2['gap']}, 0), d_k = {EX2['d_k']}"
+
+
+def _show_your_numbers():
+    student, where = _your_student_id()
+    numbers = student_numbers(COURSE["numbers_key"], COURSE["assignment"], student)
+    if not COURSE["numbers_key"]:
+        print("This copy of the notebook belongs to no course: you work the lesson's numbers "
+              "(the default variant).")
+    elif not student:
+        print("No student id found, so these are the lesson's numbers (the default variant). "
+              "Type your course id in the cell above, then run both cells again.")
+    else:
+        print(f"Your numbers, variant {numbers['label']}, for student id {student!r} ({where}).")
+    return numbers
+
+
+YOUR_NUMBERS = _show_your_numbers()
+YOUR_VARIANT = YOUR_NUMBERS["label"]
+EX1, EX2 = YOUR_NUMBERS["ex1"], YOUR_NUMBERS["ex2"]
+print("  Exercise 1:", _numbers_text("ex1"))
+print("  Exercise 2:", _numbers_text("ex2"))
+
+# %% [markdown]
 # ## 1. Attention as a soft lookup table
 #
 # Think of a dictionary: a table of *keys*, each with a *value*, and a *query* to look up. A
@@ -100,8 +235,10 @@ def _report(exercise, problems):
 # ---
 # ## Exercise 1: attention by hand (3 points)
 #
-# One query $q = (1, 0)$ attends to two keys $k_1 = (1, 0)$ and $k_2 = (0, 1)$, whose values
-# are $v_1 = (1, 0)$ and $v_2 = (0, 1)$. The head dimension is $d_k = 2$.
+# One query $q$ attends to two keys $k_1$ and $k_2$, whose values are $v_1$ and $v_2$; the head
+# dimension $d_k$ is the length of $q$. Your numbers are printed below (and kept in `EX1`); the
+# lesson's own are $q = (1, 0)$, $k_1 = (1, 0)$, $k_2 = (0, 1)$, $v_1 = (1, 0)$, $v_2 = (0, 1)$
+# and $d_k = 2$.
 #
 # With pen and paper (or a calculator), compute
 #
@@ -112,15 +249,20 @@ def _report(exercise, problems):
 # Write **numbers**, not code: each answer is a pair such as `(0.25, 0.75)`. Three decimals
 # are enough, rounded or cut (for 2/3, both 0.667 and 0.666 count).
 
+# %% nbgrader={"grade": false, "grade_id": "ex1_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+print("Your numbers:", _numbers_text("ex1"))
+
 # %% nbgrader={"grade": false, "grade_id": "ex1_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-ex1_scores = (0.7071, 0.0)
-ex1_weights = (0.6698, 0.3302)
-ex1_output = (0.6698, 0.3302)
+# Computed from your numbers; with the lesson's: (0.7071, 0.0), (0.6698, 0.3302), (0.6698, 0.3302).
+ex1_scores = tuple(np.array([EX1["k1"], EX1["k2"]]) @ EX1["q"] / np.sqrt(EX1["d_k"]))
+ex1_weights = tuple(np.exp(ex1_scores) / np.exp(ex1_scores).sum())
+ex1_output = tuple(np.array(ex1_weights) @ np.array([EX1["v1"], EX1["v2"]]))
 ### END SOLUTION
 
 # %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex1_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 1: checks that your three answers fit together, not the final numbers.
+# Your numbers are those of the cell *Your numbers* (`EX1`).
 # Hand numbers count to three decimals, rounded or cut (for 2/3, 0.667 and 0.666 both count).
 def _ex1_pair(raw):
     """Two numbers as an array of shape (2,), or None: (0.1, 0.9), a list, an array (1, 2)..."""
@@ -134,6 +276,8 @@ def _ex1_pair(raw):
 
 
 def _ex1_problems():
+    if "EX1" not in globals():
+        return ["your numbers are not known yet: run the cell *Your numbers* near the top."]
     answers = {}
     for name in ("ex1_scores", "ex1_weights", "ex1_output"):
         if name not in globals():
@@ -148,12 +292,16 @@ def _ex1_problems():
         answers[name] = pair
     scores, weights, output = answers.values()
     problems = []
-    # The raw dot products are q.k1 = 1 and q.k2 = 0: spot the usual slips in the scaling.
-    if abs(scores[0] - 1.0) <= 1e-3:
-        problems.append("ex1_scores[0] is the raw dot product q.k1 = 1: divide it by sqrt(d_k).")
-    elif any(abs(scores[0] - wrong) <= 1e-3 for wrong in (0.5, np.sqrt(2), 2.0)):
-        problems.append(f"ex1_scores[0] = {scores[0]:.3f} is q.k1 scaled by the wrong factor: "
-                        "the scale is 1 / sqrt(d_k), not 1 / d_k or sqrt(d_k).")
+    # The raw dot products q.k1 and q.k2 of your numbers: spot the usual slips in the scaling.
+    d_k = EX1["d_k"]
+    raw_scores = np.array([np.dot(EX1["q"], EX1[key]) for key in ("k1", "k2")], dtype=float)
+    if np.abs(scores - raw_scores).max() <= 1e-3:
+        problems.append("ex1_scores are the raw dot products q.k1 and q.k2: divide them by "
+                        "sqrt(d_k).")
+    elif any(np.abs(scores - raw_scores * wrong).max() <= 1e-3
+             for wrong in (1 / d_k, np.sqrt(d_k), d_k)):
+        problems.append("ex1_scores are q.k1 and q.k2 scaled by the wrong factor: the scale is "
+                        "1 / sqrt(d_k), not 1 / d_k or sqrt(d_k).")
     if abs(weights.sum() - 1.0) > 2e-3:
         problems.append(f"your weights sum to {weights.sum():.3f}: softmax weights always "
                         "sum to 1.")
@@ -164,8 +312,10 @@ def _ex1_problems():
         if not np.abs(weights - softmax_of_scores).max() <= 1.5e-3:
             problems.append("your weights are not the softmax of your scores: "
                             "w_i = exp(s_i) / (exp(s_1) + exp(s_2)).")
-    values = np.array([[1.0, 0.0], [0.0, 1.0]])  # (2, d_v): v1 and v2 as rows
-    if not np.abs(output - weights @ values).max() <= 2e-3:
+    values = np.array([EX1["v1"], EX1["v2"]], dtype=float)  # (2, d_v): v1 and v2 as rows
+    # Your rounding of the output, plus that of your weights carried through the values.
+    allowed = 2e-3 + 1e-3 * np.abs(values).sum(axis=0).max()
+    if not np.abs(output - weights @ values).max() <= allowed:
         problems.append("your output is not w1 * v1 + w2 * v2 with your own weights.")
     return problems
 
@@ -304,8 +454,9 @@ def _ex2_softmax_problems():
 _report("Exercise 2(a)", _ex2_softmax_problems())
 
 # %% [markdown]
-# **(b)** Two keys have raw scores that differ by 8 (say 8 and 0), with $d_k = 64$. Using your
-# `softmax`, compute
+# **(b)** Two keys have raw scores that differ by a gap $g$ (say $g$ and 0), with head dimension
+# $d_k$. Your $g$ and $d_k$ are printed below (and kept in `EX2`); the lesson's are the worked
+# example above, $g = 8$ and $d_k = 64$. Using your `softmax`, compute
 #
 # * `p_unscaled`: the weight on the **larger** key with no scaling,
 # * `p_scaled`: the same weight after dividing the scores by $\sqrt{d_k}$,
@@ -316,21 +467,27 @@ _report("Exercise 2(a)", _ex2_softmax_problems())
 #
 # Each answer is one number; you may write it directly or compute it with code. Three
 # significant figures are enough (rounded or cut), but compute each gradient from the
-# **unrounded** weight: rounding a weight to 0.9997 first puts `grad_unscaled` 10% off.
+# **unrounded** weight: with the lesson's numbers, rounding the weight to 0.9997 first puts
+# `grad_unscaled` 10% off.
 # Hint for the gradients: differentiate $w_2 = e^{s_2} / (e^{s_1} + e^{s_2})$ with respect to
 # $s_2$ and write the result in terms of $w_2$.
 
+# %% nbgrader={"grade": false, "grade_id": "ex2_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+print("Your numbers:", _numbers_text("ex2"))
+
 # %% nbgrader={"grade": false, "grade_id": "ex2_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-p_unscaled = float(softmax(np.array([8.0, 0.0]))[0])
-p_scaled = float(softmax(np.array([8.0, 0.0]) / np.sqrt(64))[0])
+# Computed from your numbers; with the lesson's (8, 0) and d_k = 64: 0.99966, 0.73106,
+# 3.352e-4 and 0.19661.
+p_unscaled = float(softmax(np.array([EX2["gap"], 0.0]))[0])
+p_scaled = float(softmax(np.array([EX2["gap"], 0.0]) / np.sqrt(EX2["d_k"]))[0])
 # d w / d s of a key's own weight is w (1 - w); the smaller key's weight is 1 - p.
 grad_unscaled = (1 - p_unscaled) * p_unscaled
 grad_scaled = (1 - p_scaled) * p_scaled
 ### END SOLUTION
 
 # %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex2_selfcheck_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# Self-check for Exercise 2(b): the weights against the lesson's numbers, the gradients against a
+# Self-check for Exercise 2(b): the weights for your numbers (`EX2`), the gradients against a
 # precise finite-difference estimate, each to three significant figures as when graded.
 def _ex2_figure(reference):
     """One unit in the third significant figure of `reference` (0.731 -> 0.001)."""
@@ -349,6 +506,8 @@ def _ex2_smaller_weight_slope(gap):
 
 
 def _ex2_number_problems():
+    if "EX2" not in globals():
+        return ["your numbers are not known yet: run the cell *Your numbers* near the top."]
     answers = {}
     for name in ("p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"):
         if name not in globals():
@@ -364,25 +523,35 @@ def _ex2_number_problems():
             return [f"{name} should be a single number; got {str(raw)[:60]}."]
         answers[name] = float(value.reshape(()))
     p_unscaled_, p_scaled_, grad_unscaled_, grad_scaled_ = answers.values()
-    # The larger key's weight, 1 / (1 + e^-gap), for gaps 8 and 1: the lesson's 0.9997 and 0.731.
-    larger_unscaled, larger_scaled = 1 / (1 + np.exp(-8.0)), 1 / (1 + np.exp(-1.0))
+    # The larger key's weight, 1 / (1 + e^-gap), for your raw and scaled gaps (for the lesson's
+    # gap 8 and d_k = 64, the lesson's 0.9997 and 0.731).
+    gap, d_k = EX2["gap"], EX2["d_k"]
+    root = f"{math.isqrt(d_k)}" if math.isqrt(d_k) ** 2 == d_k else f"sqrt({d_k})"
+    lesson = (gap, d_k) == (8, 64)
+    larger_unscaled = 1 / (1 + np.exp(-gap))
+    larger_scaled = 1 / (1 + np.exp(-gap / np.sqrt(d_k)))
     problems = []
     if _ex2_near(p_unscaled_, 1 - larger_unscaled):
         problems.append("p_unscaled is the smaller key's weight: report the larger key's.")
     elif _ex2_near(p_unscaled_, larger_scaled):
-        problems.append("p_unscaled looks scaled: use the raw scores (8, 0) here.")
+        problems.append(f"p_unscaled looks scaled: use the raw scores ({gap}, 0) here.")
     elif not _ex2_near(p_unscaled_, larger_unscaled):
-        problems.append(f"p_unscaled = {p_unscaled_:.5f}; the lesson gives 0.9997.")
+        problems.append(f"p_unscaled = {p_unscaled_:.5f}; " + (
+            "the lesson gives 0.9997." if lesson else
+            f"it should be the larger key's weight for the raw scores ({gap}, 0)."))
     if _ex2_near(p_scaled_, 1 - larger_scaled):
         problems.append("p_scaled is the smaller key's weight: report the larger key's.")
     elif _ex2_near(p_scaled_, larger_unscaled):
-        problems.append("p_scaled equals the unscaled weight: divide the scores by sqrt(64) = 8.")
-    elif _ex2_near(p_scaled_, 1.0 / (1.0 + np.exp(-8.0 / 64))):
-        problems.append("p_scaled uses scores divided by d_k = 64: the scale is "
-                        "1 / sqrt(d_k) = 1/8.")
+        problems.append(f"p_scaled equals the unscaled weight: divide the scores by sqrt(d_k) "
+                        f"= {root}.")
+    elif _ex2_near(p_scaled_, 1.0 / (1.0 + np.exp(-gap / d_k))):
+        problems.append(f"p_scaled uses scores divided by d_k = {d_k}: the scale is "
+                        f"1 / sqrt(d_k) = 1/{root}.")
     elif not _ex2_near(p_scaled_, larger_scaled):
-        problems.append(f"p_scaled = {p_scaled_:.4f}; the lesson gives 0.731. Did you divide "
-                        "by sqrt(d_k) = 8?")
+        problems.append(f"p_scaled = {p_scaled_:.4f}; " + (
+            "the lesson gives 0.731." if lesson else
+            f"it should be the larger key's weight for the scores ({gap}, 0) / {root}.")
+            + f" Did you divide by sqrt(d_k) = {root}?")
     for name, value in (("grad_unscaled", grad_unscaled_), ("grad_scaled", grad_scaled_)):
         if not 0.0 < value <= 0.25:
             problems.append(f"{name} = {value:.4g} cannot be right: a key's weight grows with "
@@ -390,12 +559,12 @@ def _ex2_number_problems():
                             "never exceeds 0.25.")
     if problems:
         return problems
-    for name, value, gap in (("grad_unscaled", grad_unscaled_, 8.0),
-                             ("grad_scaled", grad_scaled_, 1.0)):
-        estimate = _ex2_smaller_weight_slope(gap)
+    for name, value, score_gap in (("grad_unscaled", grad_unscaled_, gap),
+                                   ("grad_scaled", grad_scaled_, gap / np.sqrt(d_k))):
+        estimate = _ex2_smaller_weight_slope(score_gap)
         if _ex2_near(value, estimate):
             continue
-        if name == "grad_scaled" and _ex2_near(value, estimate / 8):
+        if name == "grad_scaled" and _ex2_near(value, estimate / np.sqrt(d_k)):
             problems.append("grad_scaled is the derivative with respect to the raw score: take "
                             "it with respect to the scaled score that goes into the softmax.")
         elif abs(value - estimate) <= 0.2 * estimate:
@@ -417,7 +586,9 @@ _report("Exercise 2(b)", _ex2_number_problems())
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex2_explain", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# **Model answer.** Without scaling, a gap of 8 between the scores saturates the softmax: the
+# **Model answer** (with the lesson's numbers, a gap of 8 and $d_k = 64$; a student's own
+# numbers differ, and `sdpa-course variant STUDENT` prints them with their expected answers).
+# Without scaling, a gap of 8 between the scores saturates the softmax: the
 # larger key takes 0.9997 of the weight, and the smaller key's weight barely reacts to its own
 # score (its slope is $w(1-w) \approx 0.000335$ with $w \approx 0.0003$), so almost no gradient
 # reaches it and it cannot learn to matter. Dividing by $\sqrt{d_k} = 8$ shrinks the gap to 1,

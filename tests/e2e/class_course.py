@@ -69,18 +69,20 @@ def _hand_in(course: Path, student: str, notebook) -> None:
     (folder / "timestamp.txt").write_text(TIMESTAMP)
 
 
-def class_notebooks() -> dict[str, object]:
+def class_notebooks(root: Path) -> dict[str, object]:
     from autograder.corpus import case
+    from sdpa_course.course.directory import Course
     from sdpa_course.demo import notebook_from_source
 
     key = nbformat.read(str(ANSWER_KEY), as_version=4)
-    return {"ada": key, "ben": notebook_from_source(key, case(WRONG_CASE).source)}
+    wrong = case(WRONG_CASE, Course.open(root).variants.variant("ben"))  # ben's own numbers
+    return {"ada": key, "ben": notebook_from_source(key, wrong.source)}
 
 
 def make_graded_course(root: Path) -> GradedCourse:
     run_tool(["sdpa-course", "init", str(root)], cwd=root.parent)
     run_tool(["sdpa-course", "release"], cwd=root)
-    for student, notebook in class_notebooks().items():
+    for student, notebook in class_notebooks(root).items():
         _hand_in(root, student, notebook)
     grades = json.loads(run_tool(["sdpa-course", "grade", "--json"], cwd=root))
     course = GradedCourse(root, grades)

@@ -1,0 +1,44 @@
+"""A course seed of the tests' own and a sample of its students' variants.
+
+`QUICK` (d_k = 4 and 2 in exercise 1, gaps 7 and 9 in exercise 2) and `SLOW` (two more,
+gaps 8 and 7, marked `slow`). `in_notebook` gives the namespace a notebook's setup and *Your
+numbers* cells build for a variant, as a released notebook of this course builds it for that
+student.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+from autograder.variants import DEFAULT, Variant, numbers_key, variant_for
+from sdpa_course.assignment import ASSIGNMENT, NUMBERS_CELL
+from sdpa_course.nbgrader_ext.variants import COURSE_LINE, course_line
+
+SEED = "5eed" * 16
+QUICK = ("ada", "max")
+SLOW = ("ned", "ora")
+
+
+def variant(student: str) -> Variant:
+    return variant_for(SEED, ASSIGNMENT, student)
+
+
+def released_numbers_cell(source: str, key: str = numbers_key(SEED)) -> str:
+    """The *Your numbers* cell as `sdpa-course release` writes it for this seed."""
+    return COURSE_LINE.sub(lambda _: course_line(key, "tests", ""), source, count=1)
+
+
+def in_notebook(cells: dict[str, str], variant: Variant = DEFAULT) -> dict:
+    """The namespace after the notebook's setup and *Your numbers* cells, for `variant`'s
+    student (the student's id typed in its cell), their printing swallowed."""
+    namespace: dict = {}
+    source = cells[NUMBERS_CELL]
+    if not variant.is_default:
+        source = released_numbers_cell(source)
+        namespace["STUDENT_ID"] = variant.student
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(cells["setup"], namespace)
+        exec(source, namespace)
+    assert namespace["YOUR_VARIANT"] == variant.label, "the notebook disagrees with the grader"
+    return namespace
