@@ -36,6 +36,7 @@ from traitlets import Float
 from traitlets.config import Configurable
 
 from autograder.engine import grade_submission
+from autograder.runner import collect
 from autograder.sandbox import Limits, SandboxPool
 from sdpa_course.course.directory import Course
 from sdpa_course.engine_call import ISOLATED, UNSAFE, Engine, require_isolation, sandbox_pool
@@ -253,6 +254,7 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
         deadline = _deadline(settings)
         local = sandbox if sandbox is not None else sandbox_pool(isolation)
         local.start(wait=False)
+        collect()  # the hidden suites load here once, for every grading process forked
     else:
         deadline = settings.submission_deadline
     with warnings.catch_warnings():
