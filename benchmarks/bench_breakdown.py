@@ -36,6 +36,7 @@ from runners import REPO, Runner, UserRunner, load, make_workdir  # noqa: E402
 PROBE = Path(__file__).resolve().parent / "breakdown_probe.py"
 PER_SUBMISSION_PARENT = ("prepare: nbgrader's sanitising", "record: nbgrader's autograde steps",
                          "feedback page", "record: saving the student's record")
+MOMENTS = {"zygote: launching it": "launched", "zygote: waiting for it": "waited for"}
 ZYGOTE_STEPS = {"started": "interpreter, the sandbox's code, numpy",
                 "preloaded": "numpy, matplotlib and a warm-up figure",
                 "planned": "the allowlist of the private root",
@@ -63,6 +64,8 @@ def check_rows(events: list[dict], wall: float) -> tuple[dict[str, tuple], dict[
     for event in events:
         if event["pid"] != main or event["step"].startswith("("):
             continue
+        if event["step"] in MOMENTS:  # when, from the launch of the command
+            boot[MOMENTS[event["step"]]] = event["end"] - process["launched"]
         step = event["step"]
         if step == "sandbox round trip":
             step = f"  round trips of {event['parent'] or 'nothing'}"
@@ -96,7 +99,7 @@ def run_check(runner: Runner, notebook: Path, runs: int) -> None:
         for name, seconds in boot.items():
             boots[name].append(seconds)
         if boot:
-            boots["total"].append(sum(boot.values()))
+            boots["total"].append(sum(v for k, v in boot.items() if k in ZYGOTE_STEPS))
     print(f"\n== sdpa-course check on the answer key, as {runner.name}: {runs} runs, median "
           f"wall {_median(walls):.3f} s ({', '.join(f'{w:.2f}' for w in walls)}); {load()}")
     print(f"  {'step (in the command process)':<46}{'wall ms':>9}{'CPU ms':>9}{'calls':>7}")
@@ -107,6 +110,8 @@ def run_check(runner: Runner, notebook: Path, runs: int) -> None:
               f"{_median([v[1] for v in values]) * 1000:9.0f}"
               f"{_median([v[2] for v in values]):7.0f}")
     if boots:
+        print(f"  the zygote was launched {_median(boots['launched']) * 1000:.0f} ms after the "
+              f"command, and ready {_median(boots['waited for']) * 1000:.0f} ms after it")
         print("  the zygote's start, as it reports it (overlaps the command's imports):")
         for name, label in ZYGOTE_STEPS.items():
             if name in boots:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+SCRIPTS = ("sdpa-course", "nbgrader", "alembic", "jupyter")  # the commands benchmarks run
 
 
 class Runner:
@@ -33,6 +34,7 @@ class Runner:
         self.home = workdir / f"home-{self.name}"
         self.home.mkdir(exist_ok=True)
         self.python = sys.executable
+        self.bin = BIN
         self.prefix: list[str] = []
 
     def env(self, **extra: str) -> dict[str, str]:
@@ -45,6 +47,20 @@ class Runner:
     def argv(self, *args: str) -> list[str]:
         """`python args...` as this runner."""
         return [*self.prefix, self.python, *args]
+
+    def command(self, name: str, *args: str) -> list[str]:
+        """The console script `name` (sdpa-course, nbgrader) with `args`, as this runner."""
+        return [*self.prefix, str(self.bin / name), *args]
+
+    def timed(self, argv: list[str], cwd: Path) -> float:
+        """Run `argv` (from `command`); its wall seconds. Exits on failure."""
+        started = time.monotonic()
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=self.env())
+        wall = time.monotonic() - started
+        if done.returncode != 0:
+            sys.exit(f"{self.name}: {' '.join(argv)} failed ({done.returncode}):\n"
+                     f"{done.stderr[-3000:]}")
+        return wall
 
     def give(self, path: Path) -> None:
         """Make `path` (a tree in the work folder) this runner's own."""
@@ -92,7 +108,13 @@ class UserRunner(Runner):
                            check=True)
             (venv / "lib" / minor / "site-packages" / "sdpa-course-checkout.pth").write_text(
                 f"{site.getsitepackages()[0]}\n{REPO}\n")
+            for name in SCRIPTS:  # as pip would have written them, for this Python
+                body = (BIN / name).read_text().split("\n", 1)[1]
+                script = venv / "bin" / name
+                script.write_text(f"#!{venv / 'bin' / 'python'}\n{body}")
+                script.chmod(0o755)
         self.python = str(venv / "bin" / "python")
+        self.bin = venv / "bin"
         self.prefix = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}",
                        "--init-groups", "--"]
         self.give(self.home)
