@@ -14,14 +14,21 @@ cannot silently vanish (`python tests/test_tolerances.py` prints them).
 - `FLOAT_RESULTS`, attention and softmax on O(1) inputs. A correct float32 computation
   (float32 throughout, -1e9, finfo.min or -inf fills, a 1e-8 epsilon in the denominator,
   plain loops) is off by at most 1.3e-7 (float32 rounds to 2**-24 ~ 6e-8 per operation):
-  6.4e-4 of the tolerance. The closest mistake, scaling by 1/sqrt(d_v), is off by 379 times
-  the tolerance. rtol = atol = 1e-4 sits near the geometric middle of the two.
+  6.4e-4 of the tolerance; exercise 4's blockwise sums in float32 over up to 150 keys, 1.0e-3.
+  The closest mistake, scaling by 1/sqrt(d_v), is off by 379 times the tolerance.
+  rtol = atol = 1e-4 sits near the geometric middle of the two.
 - `LARGE_SCORES`, a student's answer at scores near 800 against the same student's answer on
   inputs whose scores are lower by one constant (softmax does not change). float32 spaces
   numbers near 800 by 6.1e-5, so a correct float32 answer may move by about 1e-4 (measured:
   5.8e-6, 5.8e-3 of the tolerance); a softmax without max subtraction gives inf or NaN.
 - `HAND`, exercise 1: numbers rounded or truncated to three decimals (0.669 and 0.670 for
   0.6698); the closest slip, scores divided by d_k, moves the weights by 47 times that.
+- `BLOCKWISE_MEMORY`, exercise 4: the peak memory `attention_blockwise` may allocate in one
+  call at T = 2048 (d_k = d_v = 16, block = 64), as tracemalloc measures it in the sandbox: a
+  quarter of one T x T float64 matrix, 8 MiB. Blockwise code in the styles of the corpus
+  peaks at 4.4 to 4.8 MiB (all queries against one block of keys: a few (T, 64) arrays) or
+  0.4 MiB (tiles); the (T, T) scores alone are 32 MiB, four times the limit (a whole softmax
+  peaks at 96 MiB), and a causal mask built from np.ones((T, T)) at 68 MiB.
 - `significant_figures`, exercise 2: one unit in the third significant figure (rounded or
   truncated); a forward difference with step 1e-2 (3.369e-4 for 3.352e-4) is 1.7 units off
   and fails, as three significant figures require.
@@ -54,6 +61,8 @@ class Tolerance:
 
 
 FLOAT_RESULTS = Tolerance(rtol=1e-4, atol=1e-4)
+BLOCKWISE_MEMORY_T = 2048  # n = m = T in exercise 4's memory test
+BLOCKWISE_MEMORY = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T * 8 // 4  # bytes: 8 MiB
 LARGE_SCORES = Tolerance(rtol=1e-3, atol=1e-3)
 HAND = 1e-3 + 1e-12  # the 1e-12 absorbs the binary representation of 0.669 - 0.6698
 # Exercise 1's later steps judged against the student's own earlier numbers (error carried
@@ -142,6 +151,17 @@ def as_floats(value, what: str) -> np.ndarray:
     if np.any(np.isinf(floats) & ~np.isinf(arr)):
         raise Mismatch(f"{what} holds numbers too large for a float")
     return floats
+
+
+def as_verdict(value, what: str) -> bool:
+    """A check's answer: True or False (a Python or numpy bool, or a one-element bool array)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, np.ndarray) and value.dtype == np.bool_ and value.size == 1:
+        return bool(value.reshape(()))
+    shape = f" of shape {value.shape}" if isinstance(value, np.ndarray) else ""
+    raise Mismatch(f"{what} should return True or False, got {_type_name(value)}{shape}",
+                   "a check answers with one bool for the whole matrix (np.all(...) gives one)")
 
 
 def as_number(value, what: str) -> float:

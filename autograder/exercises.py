@@ -1,8 +1,12 @@
-"""The three exercises as the grader knows them: names a submission defines, points, cells.
+"""The exercises as the grader knows them: names a submission defines, points, cells.
 
 One name per exercise everywhere: `ex3` is the notebook section, the nbgrader grade_id
 prefix, the pytest marker and the report key; "Exercise 3" and its title, as the notebook
 heads its section, are what a student reads (release stubs, feedback).
+
+Exercise 4 is optional extra credit: its points are never part of `MAX_SCORE` or of the
+report's `score`, so it can only add to a grade (CONTRACT section 2). Its nbgrader cell is
+worth 0 points and its score is recorded as that cell's `extra_credit` in the gradebook.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Exercise:
     title: str
     max_score: float
     names: tuple[str, ...]  # what the submission must define (CONTRACT section 1)
+    extra_credit: bool = False  # optional: adds to a grade, never counted in MAX_SCORE
 
     @property
     def graded_cell_id(self) -> str:
@@ -51,11 +56,25 @@ EXERCISES: dict[str, Exercise] = {
             6.0,
             ("softmax", "p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"),
         ),
-        Exercise("ex3", "causal scaled dot-product attention", 11.0, ("attention", "causal_mask")),
+        Exercise(
+            "ex3",
+            "causal scaled dot-product attention",
+            11.0,
+            ("attention", "causal_mask", "rows_sum_to_one", "future_is_zero"),
+        ),
+        Exercise(
+            "ex4",
+            "blockwise attention, online softmax",
+            4.0,
+            ("attention_blockwise",),
+            extra_credit=True,
+        ),
     )
 }
 
-MAX_SCORE = sum(ex.max_score for ex in EXERCISES.values())
+# The points a grade is out of: the required exercises only.
+MAX_SCORE = sum(ex.max_score for ex in EXERCISES.values() if not ex.extra_credit)
+EXTRA_CREDIT = sum(ex.max_score for ex in EXERCISES.values() if ex.extra_credit)
 
 # nbgrader grade_id of each exercise's autograded answer cell -> exercise key.
 GRADED_CELL_IDS: dict[str, str] = {ex.graded_cell_id: ex.key for ex in EXERCISES.values()}

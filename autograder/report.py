@@ -28,7 +28,8 @@ from autograder.diagnoses.explanations import explanation
 from autograder.diagnoses.failures import cell_exercises
 from autograder.diagnoses.modules import explain as explain_module
 from autograder.diagnoses.modules import find_missing_modules, note
-from autograder.exercises import EXERCISES
+from autograder.exercises import EXERCISES, MAX_SCORE
+from autograder.runner import not_attempted
 
 OUTPUT_LIMIT = 4000  # characters of the student's own output kept in the report
 CELL_OUTPUT_LIMIT = 2000  # characters of one cell's output kept in "outputs"
@@ -64,10 +65,15 @@ def build_report(
             "diagnoses": list(codes),
             "tests": tests,
         }
+        if exercise.extra_credit:  # optional: reported, never part of score or max_score
+            exercises[key] |= {"extra_credit": True, "attempted": not not_attempted(own)}
+    required = [key for key, exercise in EXERCISES.items() if not exercise.extra_credit]
     report = {
         "submission": submission,
-        "score": _points(sum(ex["score"] for ex in exercises.values())),
-        "max_score": _points(sum(ex.max_score for ex in EXERCISES.values())),
+        "score": _points(sum(exercises[key]["score"] for key in required)),
+        "max_score": _points(MAX_SCORE),
+        "extra_credit": _points(sum(ex["score"] for key, ex in exercises.items()
+                                    if key not in required)),
         "exercises": exercises,
         # Cells that did not run cleanly, each once, in notebook order, with the exercises
         # they belong to (none for a cell of the kit's or one that names no exercise).
@@ -157,7 +163,11 @@ def render_text(report: dict) -> str:
     lines = [f"Grade report for {_safe(report['submission'])}", ""]
     for key, ex in report["exercises"].items():
         title = EXERCISES[key].title
-        lines.append(f"  {key}  {title:<38} {_fmt(ex['score']):>5} / {_fmt(ex['max_score'])}")
+        lines.append(f"  {key}  {title:<38} {_fmt(ex['score']):>5} / {_fmt(ex['max_score'])}"
+                     + ("  (extra credit)" if ex.get("extra_credit") else ""))
+        if ex.get("attempted") is False:
+            lines.append("       not attempted: it is optional, and costs nothing")
+            continue
         # Failed tests that share a message (a name not defined...) are listed together.
         by_message: dict[str, list[dict]] = {}
         for test in ex["tests"]:
@@ -171,6 +181,8 @@ def render_text(report: dict) -> str:
             lines.append(f"       diagnosis {_safe(code)}: {_explained(code, key)}")
     lines.append("")
     lines.append(f"  {'total':<43} {_fmt(report['score']):>5} / {_fmt(report['max_score'])}")
+    if report.get("extra_credit"):
+        lines.append(f"  {'plus extra credit':<43} {_fmt(report['extra_credit']):>5}")
     if report.get("cells"):
         lines += ["", "Cells that did not run cleanly:"]
         lines += [f"  {_safe(c['cell'])}: {c['status']} {_safe(c['error'])}".rstrip()

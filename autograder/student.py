@@ -37,6 +37,15 @@ class Student:
             f"calling {name}",
         )
 
+    def call_measuring_memory(self, name: str, *args, **kwargs):
+        """Like `call`, as `(result, peak_bytes)`: the peak memory the call allocated beyond
+        its inputs (tracemalloc, in the sandbox), None if the call stopped the measurement."""
+        return self._annotated(
+            lambda: self._sandbox.call_measuring_memory(name, *args, **kwargs),
+            name,
+            f"calling {name}",
+        )
+
     def call_with_inputs(self, name: str, *args, readonly: bool = False, **kwargs):
         """Like `call`, also returning the arguments as the function left them."""
         return self._annotated(

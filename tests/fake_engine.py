@@ -4,7 +4,8 @@
 It never runs the notebook. Markers in a code cell decide what it does, so a test can ask
 for a given score, a kit crash, a hang or a refusal without depending on the real engine:
 
-    # FAKE:ex3=4.5          ex3 scores 4.5 (other exercises full marks)
+    # FAKE:ex3=4.5          ex3 scores 4.5 (other exercises full marks, the optional ex4 0)
+    # FAKE:ex4=2.5          the optional ex4 earns 2.5 points of extra credit
     # FAKE:kill-worker      the grading process dies (os._exit)
     # FAKE:hang             the grading process never answers
     # FAKE:refuse           the engine refuses the file (SubmissionError)
@@ -22,7 +23,7 @@ import re
 import time
 from pathlib import Path
 
-from autograder.exercises import EXERCISES
+from autograder.exercises import EXERCISES, MAX_SCORE
 from autograder.submission import SubmissionError
 
 MAX = {key: exercise.max_score for key, exercise in EXERCISES.items()}
@@ -43,7 +44,8 @@ def grade_submission(path, *, limits=None, pool=None) -> dict:
         time.sleep(float(seconds))
     if "FAKE:refuse" in code:
         raise SubmissionError("the fake engine refuses this file")
-    scores = dict(MAX)
+    # every point of the required exercises, none of the optional one (not attempted)
+    scores = {key: 0.0 if ex.extra_credit else ex.max_score for key, ex in EXERCISES.items()}
     for exercise, value in re.findall(r"FAKE:(ex\d)=([\d.]+)", code):
         scores[exercise] = float(value)
     exercises = {}
@@ -61,9 +63,13 @@ def grade_submission(path, *, limits=None, pool=None) -> dict:
                 "message": f"wrong values (raised in {LEAKY_PATH}, line 12)" if lost else "",
             }],
         }
+        if EXERCISES[exercise].extra_credit:
+            exercises[exercise] |= {"extra_credit": True, "attempted": scores[exercise] > 0}
+    required = [key for key, ex in EXERCISES.items() if not ex.extra_credit]
     return {
         "submission": str(path),
-        "score": sum(scores.values()),
-        "max_score": sum(MAX.values()),
+        "score": sum(scores[key] for key in required),
+        "max_score": MAX_SCORE,
+        "extra_credit": sum(v for key, v in scores.items() if key not in required),
         "exercises": exercises,
     }

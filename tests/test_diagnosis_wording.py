@@ -30,6 +30,10 @@ NOT_CODES = {
     "sandbox-matplotlib": "the folder of the sandbox's matplotlib font cache",
     "sdpa-course": "the kit's name, in paths",
     "warm-up": "the title of the sandbox's warm-up figure",
+    "site-packages": "a directory name of Python installations the private root lays out",
+    "dist-packages": "Debian's name for site-packages",
+    "lib-dynload": "the standard library's folder of extension modules",
+    "unsafe-none": "the sandbox's explicit opt-out of isolation, reported as a warning",
 }
 
 

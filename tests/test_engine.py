@@ -9,7 +9,7 @@ from autograder.check import check_path
 from autograder.compare import HAND, significant_figures
 from autograder.corpus import case
 from autograder.engine import grade_content, grade_submission
-from autograder.exercises import EXERCISES
+from autograder.exercises import EXERCISES, EXTRA_CREDIT, MAX_SCORE
 from autograder.report import render_text
 from autograder.runner import collect
 
@@ -44,7 +44,28 @@ def test_hidden_tests_add_up_to_each_exercises_points():
     totals = {key: 0.0 for key in EXERCISES}
     for test in collect():
         totals[test.exercise] += test.points
-    assert totals == {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0}
+    assert totals == {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0, "ex4": 4.0}
+    assert MAX_SCORE == 20.0 and EXTRA_CREDIT == 4.0  # exercise 4 is extra credit
+
+
+def test_report_counts_extra_credit_apart_from_the_score():
+    report = grade_content(case("numpy-computed").source, name="s.py")
+    assert (report["score"], report["max_score"], report["extra_credit"]) == (20.0, 20.0, 4.0)
+    ex4 = report["exercises"]["ex4"]
+    assert (ex4["extra_credit"], ex4["attempted"], ex4["max_score"]) == (True, True, 4.0)
+    assert all("extra_credit" not in report["exercises"][key] for key in ("ex1", "ex2", "ex3"))
+    text = render_text(report)
+    assert "4.0 / 4.0  (extra credit)" in text and "plus extra credit" in text
+
+
+def test_an_optional_exercise_left_alone_costs_nothing_and_says_so():
+    report = grade_content(case("ex4-stub-left").source, name="s.py")
+    assert (report["score"], report["extra_credit"]) == (20.0, 0.0)
+    ex4 = report["exercises"]["ex4"]
+    assert (ex4["score"], ex4["attempted"], ex4["diagnoses"]) == (0.0, False, [])
+    text = render_text(report)
+    assert "not attempted: it is optional, and costs nothing" in text
+    assert "NotImplementedError" not in text and "plus extra credit" not in text
 
 
 def test_three_significant_figures_accepts_the_lessons_rounding_and_cut_numbers():
@@ -69,6 +90,7 @@ def test_three_decimals_accepts_exercise_1_rounded_or_cut():
 def test_answer_key_earns_every_point_with_no_diagnosis(answer_key_report):
     report = answer_key_report
     assert (report["score"], report["max_score"]) == (20.0, 20.0)
+    assert report["extra_credit"] == EXTRA_CREDIT == 4.0  # exercise 4 included
     for key, exercise in report["exercises"].items():
         assert exercise["score"] == exercise["max_score"] == EXERCISES[key].max_score
         assert exercise["diagnoses"] == []
@@ -78,7 +100,8 @@ def test_answer_key_earns_every_point_with_no_diagnosis(answer_key_report):
 def test_report_has_the_contract_keys_and_types(answer_key_report):
     report = json.loads(json.dumps(answer_key_report))
     assert report["submission"] == str(ANSWER_KEY)
-    assert set(report["exercises"]) == {"ex1", "ex2", "ex3"}
+    assert set(report["exercises"]) == {"ex1", "ex2", "ex3", "ex4"}
+    assert isinstance(report["extra_credit"], float)
     for exercise in report["exercises"].values():
         assert set(exercise) >= {"score", "max_score", "diagnoses", "tests"}
         for test in exercise["tests"]:
@@ -122,7 +145,7 @@ def test_exercise_2_accepts_three_significant_figures():
     ("ex3-mask-inverted", "ATTENTION_MASK_INVERTED", 7.5),
     # The notebook's own self-check calls attention first: a cache keyed by shape must not
     # carry its answers into the hidden tests or hide the diagnosis.
-    ("ex3-stateful", "ATTENTION_STATEFUL", 10.0),
+    ("ex3-stateful", "ATTENTION_STATEFUL", 10.5),
 ])
 def test_a_mistake_grades_the_same_in_a_notebook_as_in_a_py_file(name, piece, score):
     from autograder.corpus import pieces

@@ -254,6 +254,13 @@ def test_plain_nbgrader_autograde_also_grades_with_the_engine(small_class):
             "attention", "sdpa", "cal").grades}
     assert scores["ex3_autograded"] == case.scores["ex3"] < 11
     assert scores["ex1_autograded"] == case.scores["ex1"]
+    # and exercise 4's extra credit, by the real engine: every point of it, on top
+    blockwise = next(c for c in cases() if c.name == "numpy-computed")
+    submit(small_class, "dot", notebook_from_source(answer_key(), blockwise.source))
+    assert api.autograde("sdpa", "dot", force=True, create=True)["success"]
+    with gradebook(small_class) as gb:
+        assert gb.find_grade("ex4_autograded", "attention", "sdpa", "dot").extra_credit == 4.0
+        assert gb.find_submission("sdpa", "dot").score == pytest.approx(20.0 + 4.0)
 
 
 def test_plain_nbgrader_feedback_and_release_feedback_work_on_kit_grades(small_class, tmp_path):
@@ -331,10 +338,41 @@ def test_cli_json_matches_the_contract(small_class, capsys):
     assert status == 0  # nobody failed
     assert out["assignment"] == "sdpa" and set(out["students"]) == {"ada", "ben"}
     ada = out["students"]["ada"]
-    assert {"status", "score", "max_score", "exercises", "error"} <= set(ada)
+    assert {"status", "score", "max_score", "extra_credit", "exercises", "error"} <= set(ada)
     assert ada["status"] == "graded" and ada["score"] == 20.0 and ada["error"] is None
-    assert set(ada["exercises"]) == {"ex1", "ex2", "ex3"}
+    assert set(ada["exercises"]) == {"ex1", "ex2", "ex3", "ex4"}
+    assert ada["extra_credit"] == 0.0 and ada["exercises"]["ex4"]["extra_credit"] is True
     assert ada["exercises"]["ex1"]["max_score"] == 3.0
+
+
+def test_extra_credit_reaches_the_gradebook_and_nbgrader_export_on_top_of_the_score(
+        small_class, tmp_path):
+    submit(small_class, "jo", with_code(answer_key(), "# FAKE:ex4=2.5\n# FAKE:ex3=10"))
+    result = grade_course(small_class, workers=1)
+    assert (result.records["jo"]["score"], result.records["jo"]["extra_credit"]) == (19.0, 2.5)
+    with gradebook(small_class) as gb:
+        grade = gb.find_grade("ex4_autograded", "attention", "sdpa", "jo")
+        assert (grade.auto_score, grade.extra_credit, grade.max_score) == (0.0, 2.5, 0.0)
+        assert not grade.failed_tests  # a 0-point cell scored 0 is no failure
+        jo, ada = gb.find_submission("sdpa", "jo"), gb.find_submission("sdpa", "ada")
+        assert jo.score == pytest.approx(19.0 + 2.5)  # nbgrader adds extra credit
+        assert ada.score == pytest.approx(20.0)  # the optional exercise left alone: no loss
+        assert jo.max_score == ada.max_score == pytest.approx(20.0 + 2)  # + ex2's hand marks
+    out = tmp_path / "grades.csv"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "nbgrader"), "export", "--to", str(out)],
+        cwd=small_class, capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {row["student_id"]: row for row in csv.DictReader(out.open())}
+    assert float(rows["jo"]["raw_score"]) == pytest.approx(21.5)
+    assert float(rows["jo"]["max_score"]) == float(rows["ada"]["max_score"]) == 22.0
+    # a regrade sets the extra credit again from the engine, never adds it twice
+    grade_course(small_class, workers=1, force=True)
+    with gradebook(small_class) as gb:
+        assert gb.find_submission("sdpa", "jo").score == pytest.approx(21.5)
+    feedback = (small_class / "feedback" / "jo" / "sdpa" / "attention.html").read_text()
+    assert "plus 2.5 points of extra credit" in feedback
 
 
 def test_cli_exit_status_says_when_anyone_failed(small_class, capsys):

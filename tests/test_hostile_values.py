@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from autograder.compare import Mismatch, as_array, as_number, as_pair, close, numbers
-from autograder.diagnoses import ex1, ex2, ex3
+from autograder.diagnoses import ex1, ex2, ex3, ex4
 from autograder.engine import grade_content
 from autograder.exercises import EXERCISES
 from autograder.report import build_report, render_text
@@ -67,6 +67,9 @@ class HostileStudent:
     def call_with_inputs(self, name, *args, readonly=False, **kwargs):
         return self.returned, args, kwargs
 
+    def call_measuring_memory(self, name, *args, **kwargs):
+        return self.returned, 2**40  # the peak is the sandbox's, checked to be an int
+
 
 class HostilePairStudent(HostileStudent):
     """attention returns (value, value); the mutation probe gets the value as its inputs."""
@@ -84,7 +87,7 @@ def test_suites_and_diagnoses_grade_any_value(kind, value):
     student = kind(value)
     results = run_tests(student)
     assert not [r for r in results if r.kit_error], [r.kit_error for r in results]
-    for diagnose in (ex1.diagnose, ex2.diagnose, ex3.diagnose):
+    for diagnose in (ex1.diagnose, ex2.diagnose, ex3.diagnose, ex4.diagnose):
         assert isinstance(diagnose(student), set)
     render_text(build_report("s.py", results, {key: [] for key in EXERCISES}))
 
@@ -96,12 +99,13 @@ class MissingStudent(HostileStudent):
     def value(self, name):
         raise MissingName(name)
 
-    call = call_with_inputs = lambda self, name, *a, **k: (_ for _ in ()).throw(MissingName(name))
+    call = call_with_inputs = call_measuring_memory = (
+        lambda self, name, *a, **k: (_ for _ in ()).throw(MissingName(name)))
 
 
 def test_diagnoses_of_a_submission_that_defines_nothing():
     student = MissingStudent(None)
-    for diagnose in (ex1.diagnose, ex2.diagnose, ex3.diagnose):
+    for diagnose in (ex1.diagnose, ex2.diagnose, ex3.diagnose, ex4.diagnose):
         assert diagnose(student) == set()
 
 

@@ -41,7 +41,9 @@ def test_each_exercise_has_one_graded_cell_worth_its_points(key):
     graded = {gid: cell for gid, cell in grade_cells().items()
               if gid.endswith("_autograded")}
     assert set(graded) == {exercise.graded_cell_id for exercise in EXERCISES.values()}
-    assert float(graded[EXERCISES[key].graded_cell_id]["points"]) == EXERCISES[key].max_score
+    points = float(graded[EXERCISES[key].graded_cell_id]["points"])
+    # An extra-credit exercise's cell is worth 0: its score is recorded as extra credit.
+    assert points == (0.0 if EXERCISES[key].extra_credit else EXERCISES[key].max_score)
 
 
 @pytest.mark.parametrize("key", EXERCISES)

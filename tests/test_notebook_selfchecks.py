@@ -274,8 +274,109 @@ def test_ex3_causal_mask_self_check_names_the_mistake(cells, causal_mask, messag
     assert message in said, said
 
 
+def good_rows_check(attn):
+    return np.allclose(attn.sum(axis=-1), 1.0)
+
+
+def good_future_check(attn):
+    return bool(np.all(np.triu(attn, k=1) == 0))
+
+
+@pytest.mark.parametrize("checks, message", [
+    (dict(), CLEAN),
+    (dict(rows_sum_to_one=lambda a: bool(np.all(a.sum(axis=-1) == 1))),
+     "only up to rounding: compare with a tolerance"),
+    (dict(rows_sum_to_one=lambda a: bool(np.all(np.abs(a.sum(axis=-1) - 1) < 1e-12))),
+     "only up to rounding: compare with a tolerance"),
+    (dict(rows_sum_to_one=lambda a: np.allclose(a.sum(axis=0), 1.0)),
+     "rows_sum_to_one returned False for a correct float64 causal attention matrix. A correct"),
+    (dict(rows_sum_to_one=lambda a: bool(np.all(np.abs(a.sum(axis=-1) - 1) < 0.05))),
+     "rows_sum_to_one returned True for a matrix whose row 2 sums to 0.99"),
+    (dict(rows_sum_to_one=lambda a: not np.any(np.abs(a.sum(axis=-1) - 1) > 1e-5)),
+     "rows_sum_to_one returned True for a matrix whose first row is NaN"),
+    (dict(rows_sum_to_one=lambda a: np.isclose(a.sum(axis=-1), 1.0)),
+     "returned ndarray, not True or False"),
+    (dict(future_is_zero=lambda a: bool(np.all(np.tril(a, k=-1) == 0))),
+     "It looks below the diagonal"),
+    (dict(future_is_zero=lambda a: bool(np.all(np.triu(a) == 0))), "It wants a zero diagonal"),
+    (dict(future_is_zero=lambda a: np.allclose(np.triu(a, k=1), 0.0, atol=1e-5)),
+     "future_is_zero returned True for a causal matrix with a weight of 1e-6 on a future key"),
+    (dict(future_is_zero=lambda a: not np.any(np.triu(a, k=1) > 0)),
+     "future_is_zero returned True for a matrix whose first row is NaN"),
+    (dict(future_is_zero=lambda a: a[0, 1:].max()),  # IndexError-free, but not a bool
+     "returned float64, not True or False"),
+])
+def test_ex3_checks_self_check_names_the_mistake(cells, checks, message):
+    student = {"rows_sum_to_one": good_rows_check, "future_is_zero": good_future_check,
+               **checks}
+    said = run_self_check(cells, "ex3_selfcheck_checks", **student)
+    assert message in said, said
+    if checks:
+        assert CLEAN not in said
+
+
+def test_ex3_checks_self_check_reports_the_release_stubs(cells):
+    said = run_self_check(cells, "ex3_selfcheck_checks", rows_sum_to_one=not_written,
+                          future_is_zero=not_written)
+    assert said.count("is not written yet") == 2, said
+
+
 def test_self_checks_report_undefined_names_instead_of_crashing(cells):
     for grade_id in ("ex1_selfcheck", "ex2_selfcheck_softmax", "ex2_selfcheck_numbers",
-                     "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask"):
+                     "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask",
+                     "ex3_selfcheck_checks", "ex4_selfcheck"):
         said = run_self_check(cells, grade_id)
         assert "is not defined: run the" in said
+
+
+# --- Exercise 4 --------------------------------------------------------------------------------
+
+def blockwise(piece: str):
+    """attention_blockwise as a corpus piece defines it."""
+    namespace = {"np": np}
+    exec(piece, namespace)
+    return namespace["attention_blockwise"]
+
+
+@pytest.mark.parametrize("piece, message", [
+    ("BLOCKWISE_KEYS", CLEAN),
+    ("BLOCKWISE_TILES", CLEAN),
+    ("BLOCKWISE_FLOAT32", CLEAN),
+    ("BLOCKWISE_NO_RESCALE", "your answer differs from your own answer with every key in one"),
+    ("BLOCKWISE_PER_BLOCK_NORMALISER", "divide by the total only once, at the end"),
+    ("BLOCKWISE_CAUSAL_OFF_BY_ONE", "with causal=True the boundary is off by one"),
+    ("BLOCKWISE_CAUSAL_IGNORED", "with causal=True every query sees every key"),
+    ("BLOCKWISE_UNSTABLE", "with scores near 800 your output contains inf or NaN"),
+    ("BLOCKWISE_FULL_MATRIX", "it holds a whole (T, T) array"),
+    ("BLOCKWISE_FULL_CAUSAL_MASK", "it holds a whole (T, T) array"),
+])
+def test_ex4_self_check_names_the_mistake(cells, piece, message):
+    from autograder.corpus import pieces
+
+    said = run_self_check(cells, "ex4_selfcheck",
+                          attention_blockwise=blockwise(getattr(pieces, piece)))
+    assert message in said, said
+    if message != CLEAN:
+        assert CLEAN not in said
+
+
+def test_ex4_self_check_reports_the_release_stub_and_a_pair(cells):
+    from autograder.corpus import pieces
+
+    said = run_self_check(cells, "ex4_selfcheck", attention_blockwise=not_written)
+    assert "attention_blockwise is not written yet" in said
+    right = blockwise(pieces.BLOCKWISE_KEYS)
+
+    def pair(Q, K, V, causal=False, block=64):
+        return right(Q, K, V, causal=causal, block=block), None
+
+    assert "not a pair" in run_self_check(cells, "ex4_selfcheck", attention_blockwise=pair)
+
+
+def test_ex4_self_check_leaves_tracemalloc_as_it_found_it(cells):
+    import tracemalloc
+
+    from autograder.corpus import pieces
+
+    run_self_check(cells, "ex4_selfcheck", attention_blockwise=blockwise(pieces.BLOCKWISE_KEYS))
+    assert not tracemalloc.is_tracing()

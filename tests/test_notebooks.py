@@ -26,12 +26,15 @@ from sdpa_course.course.release import release_assignment
 
 REPO = Path(__file__).resolve().parents[1]
 
-GRADED_POINTS = {"ex1_autograded": 3, "ex2_autograded": 6, "ex3_autograded": 11, "ex2_explain": 2}
+# Exercise 4 is extra credit: its cell is worth 0 points, its score recorded as extra credit.
+GRADED_POINTS = {"ex1_autograded": 3, "ex2_autograded": 6, "ex3_autograded": 11, "ex2_explain": 2,
+                 "ex4_autograded": 0}
 # The engine's expected values for hidden inputs (CONTRACT section 1): never in a student's copy.
 HIDDEN_VALUES = ["0.7071", "0.707", "0.6698", "0.670", "0.3302", "0.330", "3.352", "0.000335",
                  "0.19661", "0.1966", "0.197", "0.99966"]
 SELF_CHECK_IDS = ["ex1_selfcheck", "ex2_selfcheck_softmax", "ex2_selfcheck_numbers",
-                  "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask"]
+                  "ex3_selfcheck_attention", "ex3_selfcheck_causal_mask", "ex3_selfcheck_checks",
+                  "ex4_selfcheck"]
 UNANSWERED = ("not answered yet", "not written yet")
 CLEAN_SELF_CHECK = "these quick checks pass. More tests run when your work is graded."
 
@@ -128,7 +131,7 @@ def test_graded_cells_carry_the_engines_points(source_nb):
 
 
 def test_autograded_cells_hold_no_test_code_and_no_values(source_nb):
-    for grade_id in ("ex1_autograded", "ex2_autograded", "ex3_autograded"):
+    for grade_id in ("ex1_autograded", "ex2_autograded", "ex3_autograded", "ex4_autograded"):
         cell = cell_by_id(source_nb, grade_id)
         meta = nbgrader_meta(cell)
         assert cell.cell_type == "code"
@@ -152,7 +155,8 @@ def test_every_answer_cell_is_named_after_its_exercise(source_nb):
     answer_ids = [nbgrader_meta(c)["grade_id"] for c in source_nb.cells
                   if nbgrader_meta(c).get("solution")]
     assert answer_ids == ["ex1_answer", "ex2_softmax", "ex2_numbers", "ex2_explain",
-                          "ex3_attention", "ex3_causal_mask"]
+                          "ex3_attention", "ex3_causal_mask", "ex3_rows_sum_to_one",
+                          "ex3_future_is_zero", "ex4_attention_blockwise"]
 
 
 def test_student_names_are_defined_where_the_contract_says(source_nb):
@@ -162,6 +166,9 @@ def test_student_names_are_defined_where_the_contract_says(source_nb):
         "ex2_numbers": ["p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"],
         "ex3_attention": ["def attention(Q, K, V, mask=None):"],
         "ex3_causal_mask": ["def causal_mask(T):"],
+        "ex3_rows_sum_to_one": ["def rows_sum_to_one(attn):"],
+        "ex3_future_is_zero": ["def future_is_zero(attn):"],
+        "ex4_attention_blockwise": ["def attention_blockwise(Q, K, V, causal=False, block=64):"],
     }
     for grade_id, names in defines.items():
         for name in names:
@@ -224,7 +231,9 @@ def test_release_holds_no_reference_values_of_hidden_tests(release_nb):
 
 def test_release_stubs_name_their_exercise(release_nb):
     functions = {"ex2_softmax": "softmax", "ex3_attention": "attention",
-                 "ex3_causal_mask": "causal_mask"}
+                 "ex3_causal_mask": "causal_mask", "ex3_rows_sum_to_one": "rows_sum_to_one",
+                 "ex3_future_is_zero": "future_is_zero",
+                 "ex4_attention_blockwise": "attention_blockwise"}
     for grade_id, function in functions.items():
         number = grade_id[2]
         assert (f'raise NotImplementedError("Exercise {number}: write {function}() here")'
@@ -238,10 +247,11 @@ def test_release_stubs_name_their_exercise(release_nb):
     assert cell_by_id(release_nb, "ex2_explain").source == "YOUR ANSWER HERE"
 
 
-def test_release_shows_three_separate_exercises_with_stub_self_check_and_graded_cell(release_nb):
+def test_release_shows_four_separate_exercises_with_stub_self_check_and_graded_cell(release_nb):
     headings = [i for i, c in enumerate(release_nb.cells)
                 if c.cell_type == "markdown" and re.search(r"^## Exercise \d", c.source, re.M)]
-    assert len(headings) == 3
+    assert len(headings) == 4
+    assert "(optional, 4 points extra credit)" in release_nb.cells[headings[3]].source
     bounds = [*headings, len(release_nb.cells)]
     for number, (start, stop) in enumerate(zip(bounds, bounds[1:], strict=False), start=1):
         heading = release_nb.cells[start].source
@@ -263,6 +273,7 @@ def test_release_runs_to_the_end_and_every_self_check_says_not_answered(release_
     heatmap = cell_by_id(ran, "ex3_heatmap")
     assert "No picture yet" in printed(heatmap)
     assert not any("image/png" in out.get("data", {}) for out in heatmap.outputs)
+    assert "Not yet: Exercise 3" in printed(cell_by_id(ran, "ex3_verify"))
 
 
 def test_answer_key_has_the_release_cells_and_metadata(release_nb, answer_key):
@@ -281,6 +292,11 @@ def test_answer_key_runs_passes_every_self_check_and_draws_the_heatmap(answer_ke
         assert CLEAN_SELF_CHECK in text, (grade_id, text)
     heatmap = cell_by_id(ran, "ex3_heatmap")
     assert any("image/png" in out.get("data", {}) for out in heatmap.outputs)
+    weights = printed(heatmap).split("\n", 1)[1]  # the matrix, rounded, beside the picture
+    assert weights.startswith("[[1.00 0.00 0.00") and weights.count("[") == 9
+    verified = printed(cell_by_id(ran, "ex3_verify"))
+    assert "rows_sum_to_one(attn)  -> True" in verified
+    assert "future_is_zero(attn)   -> True" in verified and "Both structural facts hold" in verified
     for cell in ran.cells:
         if cell.cell_type == "code":
             assert not any(out.output_type == "error" for out in cell.outputs)

@@ -46,12 +46,13 @@ def graded_on_postgres(postgres, tmp_path_factory):
         fh.write(f'\nc.CourseDirectory.db_url = "{db_url}"\n')
     release_assignment(course)
     key = answer_key()
-    expected = {"ada": 20.0}
+    # What nbgrader's gradebook holds: the score plus exercise 4's extra credit.
+    expected = {"ada": 20.0 + 4.0}
     submit(course, "ada", key)
     by_name = {case.name: case for case in cases()}
     for name in CASES:
         submit(course, name, notebook_from_source(key, by_name[name].source))
-        expected[name] = by_name[name].expected_score
+        expected[name] = by_name[name].expected_score + by_name[name].expected_extra_credit
     submit(course, "cy", text='{"cells": [ this is not json')
     result = grade_course(course, workers=2, progress_stream=open(os.devnull, "w"))
     return course, db_url, result, expected
@@ -67,8 +68,8 @@ def autograded_scores(db_url: str) -> dict[str, float]:
 def test_grade_records_every_graded_student_in_postgres(graded_on_postgres):
     _, db_url, result, expected = graded_on_postgres
     assert autograded_scores(db_url) == expected
-    assert {s: r["score"] for s, r in result.records.items() if r["status"] == "graded"} \
-        == expected
+    assert {s: r["score"] + r["extra_credit"] for s, r in result.records.items()
+            if r["status"] == "graded"} == expected
 
 
 def test_a_failed_submission_stays_out_of_the_postgres_gradebook(graded_on_postgres):

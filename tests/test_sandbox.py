@@ -290,6 +290,28 @@ def test_call_with_inputs_shows_in_place_mutation(run):
     np.testing.assert_array_equal(q, np.ones((2, 2)))  # the trusted copy is untouched
 
 
+def test_a_measured_call_reports_the_peak_memory_it_allocated_beyond_its_inputs(run):
+    sandbox = run("import numpy as np\n"
+                  "def square(n):\n    return float(np.ones((n, n)).sum())\n"
+                  "def corner(a):\n    return float(a[0, 0])")
+    matrix = 1024 * 1024 * 8  # bytes of one (1024, 1024) float64 array
+    result, peak = sandbox.call_measuring_memory("square", 1024)
+    assert result == 1024.0**2 and matrix <= peak < 2 * matrix
+    result, peak = sandbox.call_measuring_memory("corner", np.ones((1024, 1024)))
+    assert result == 1.0 and peak < 64 * 1024  # the argument arrived before the measure
+    assert sandbox.call("square", 2) == 4.0  # ordinary calls are not traced
+
+
+def test_a_call_that_stops_tracemalloc_gets_no_measurement_and_patching_fakes_none(run):
+    sandbox = run("import numpy as np\nimport tracemalloc\n"
+                  "def stop():\n    tracemalloc.stop()\n    return 1\n"
+                  "def patched():\n    tracemalloc.get_traced_memory = lambda: (0, 0)\n"
+                  "    return float(np.ones((512, 512)).sum())")
+    assert sandbox.call_measuring_memory("stop") == (1, None)
+    _, peak = sandbox.call_measuring_memory("patched")
+    assert peak >= 512 * 512 * 8  # the worker holds its own tracemalloc functions
+
+
 def test_garbage_written_to_the_reply_channel_is_contained(run):
     sandbox = run("import os\ndef forge():\n    for fd in range(3, 64):\n        try:\n"
                   "            os.write(fd, b'SDPA' + b'\\xff' * 40)\n        except OSError:\n"

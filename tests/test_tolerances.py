@@ -9,6 +9,7 @@ inside the tolerance, and each mistake far outside it on every such test it is p
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import pytest
 import sdpa_ref
 from autograder.compare import FLOAT_RESULTS, HAND, LARGE_SCORES, significant_figures
 from autograder.corpus import cases
-from autograder.suites import test_ex2, test_ex3
+from autograder.suites import test_ex2, test_ex3, test_ex4
 from tests.corpus_exec import call_quietly, run_case
 
 # Both sides at least this far from the line: a correct answer uses at most 1/MARGIN of the
@@ -61,6 +62,18 @@ def _stability_ratio(namespace) -> float:
     return max(_ratio(b, a, LARGE_SCORES) for a, b in zip(first, second, strict=True))
 
 
+def _blockwise_ratio(namespace, test_name) -> float:
+    """The worst call of an exercise 4 value test, against both references."""
+    ratios = []
+    for Q, K, V, causal, block in test_ex4.REFERENCE_INPUTS[test_name]:
+        kwargs = {"causal": causal} | ({} if block is None else {"block": block})
+        got = call_quietly(namespace.get("attention_blockwise"), Q.copy(), K.copy(), V.copy(),
+                           **kwargs)
+        ratios += [_ratio(got, expected, FLOAT_RESULTS)
+                   for expected in test_ex4.expected_output(Q, K, V, causal)]
+    return max(ratios)
+
+
 def measure() -> dict[str, dict[str, float]]:
     """Case -> hidden test -> its error as a multiple of the test's tolerance."""
     found = {}
@@ -69,6 +82,9 @@ def measure() -> dict[str, dict[str, float]]:
         errors = {name: _attention_ratio(namespace, name) for name in test_ex3.REFERENCE_INPUTS}
         errors |= {name: _softmax_ratio(namespace, name) for name in test_ex2.REFERENCE_INPUTS}
         errors["attention_is_stable_at_large_scores"] = _stability_ratio(namespace)
+        if case.attempts_ex4:
+            errors |= {name: _blockwise_ratio(namespace, name)
+                       for name in test_ex4.REFERENCE_INPUTS}
         found[case.name] = errors
     return found
 
@@ -128,6 +144,78 @@ def test_hand_numbers_rounded_or_cut_pass_and_the_closest_slips_fail():
     assert abs(forward - grad) > unit
 
 
+# Exercise 3(c): the hidden matrices the student's checks judge. A check's tolerance is the
+# student's own; the usual one is np.allclose's (rtol = 1e-5, atol = 1e-8), the answer key's is
+# 1e-5. Every correct matrix must be far inside it, every broken one far outside, and exact
+# comparison (== 1) must fail on correct matrices, or the exact-float slip would go unseen.
+ROW_TOLERANCE = 1e-5 + 1e-8
+ZERO_TOLERANCE = 1e-8
+
+
+def _row_errors(attn) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.abs(np.asarray(attn, dtype=np.float64).sum(axis=-1) - 1.0)  # (T,)
+
+
+def test_correct_matrices_sum_to_one_only_up_to_rounding_far_inside_any_check():
+    for attn, what in test_ex3.CORRECT_WEIGHTS:
+        assert _row_errors(attn).max() <= ROW_TOLERANCE / MARGIN, what
+        sums_own_dtype = attn.sum(axis=-1)  # (T,) summed in float32 for a float32 matrix
+        exact_sums = [math.fsum(float(x) for x in row) for row in attn]
+        assert (sums_own_dtype != 1).any() and any(total != 1 for total in exact_sums), what
+        assert not np.triu(attn, k=1).any(), what  # the future is exactly 0
+        assert np.all(np.diagonal(attn) > 0), what  # the present is not
+
+
+def test_broken_matrices_are_far_outside_any_reasonable_check():
+    short, transposed, nan_row = (attn for attn, _ in test_ex3.ROW_SUMS_BROKEN)
+    assert np.nanmax(_row_errors(short)) >= MARGIN * ROW_TOLERANCE
+    assert np.nanmax(_row_errors(transposed)) >= MARGIN * ROW_TOLERANCE
+    assert np.isnan(nan_row).any()
+    leak, unmasked, *_ = (attn for attn, _ in test_ex3.FUTURE_BROKEN)
+    for attn in (leak, unmasked):
+        assert np.abs(np.triu(attn, k=1)).max() >= MARGIN * ZERO_TOLERANCE
+        assert _row_errors(attn).max() <= ROW_TOLERANCE / MARGIN  # broken in one fact only
+
+
+# Exercise 4's memory test: every correct blockwise style of the corpus at most 1/MEMORY_MARGIN
+# of the limit, every case pinned to fail it at least MEMORY_MARGIN times the limit. tracemalloc
+# measures the same allocations here as in the sandbox's worker.
+MEMORY_MARGIN = 1.5
+BLOCKWISE = [case for case in GRADED if case.attempts_ex4]
+
+
+def peak_bytes(function) -> int:
+    """The largest peak of the memory test's two calls (without and with the mask)."""
+    peaks = []
+    for seed, causal in ((407, False), (408, True)):
+        Q, K, V = test_ex4.memory_inputs(seed)
+        tracemalloc.start()
+        try:
+            call_quietly(function, Q, K, V, causal=causal, block=64)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    return max(peaks)
+
+
+@pytest.fixture(scope="module")
+def blockwise_peaks() -> dict[str, int]:
+    return {case.name: peak_bytes(run_case(case)["attention_blockwise"]) for case in BLOCKWISE}
+
+
+def test_blockwise_memory_of_every_correct_style_is_well_inside_the_limit(blockwise_peaks):
+    limit = test_ex4.MEMORY_LIMIT_BYTES
+    for case in BLOCKWISE:
+        fails_memory = "blockwise_memory_stays_far_below_one_score_matrix" in _pinned(case)
+        peak = blockwise_peaks[case.name]
+        if fails_memory:
+            assert peak >= MEMORY_MARGIN * limit, (case.name, peak)
+        else:
+            assert peak <= limit / MEMORY_MARGIN, (case.name, peak)
+    assert {c.name for c in BLOCKWISE if c.kind == "correct"}  # measured on correct ones too
+
+
 if __name__ == "__main__":
     measured = measure()
     stable = "attention_is_stable_at_large_scores"
@@ -137,3 +225,7 @@ if __name__ == "__main__":
                 for case, tests in measured.items()}
         print(f"{label}: worst correct uses %.3g of the tolerance (%s / %s)" % _worst_correct(part))
         print(f"{label}: closest mistake is %.3g tolerances off (%s / %s)" % _closest_mistake(part))
+    for case in BLOCKWISE:
+        peak = peak_bytes(run_case(case)["attention_blockwise"])
+        print(f"BLOCKWISE_MEMORY: {case.name} peaks at {peak / 2**20:.2f} MiB "
+              f"(limit {test_ex4.MEMORY_LIMIT_BYTES / 2**20:.0f} MiB)")

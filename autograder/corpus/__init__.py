@@ -6,6 +6,10 @@ expected score and diagnoses per exercise, and for correct and mistake cases the
 of tests it fails (a misconception costs only the tests it really breaks); the kit's tests
 grade every case and compare, and the demo can grade them as "typical mistakes".
 
+Exercise 4 is optional: a case without `attention_blockwise` expects 0 there, no diagnosis
+and every ex4 test failed, and full marks (`expected_score`) still; the cases that attempt it
+state its score like any other (`expected_extra_credit`).
+
     from autograder.corpus import cases
     for case in cases():
         case.name, case.source, case.expected_score, case.expected_diagnoses, case.fails
@@ -17,12 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.corpus import pieces as p
+from autograder.exercises import EXERCISES
 
-FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0}
+FULL = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0, "ex4": 4.0}
+REQUIRED = {ex: points for ex, points in FULL.items() if not EXERCISES[ex].extra_credit}
+CHECKS = (p.ROWS_SUM_ALLCLOSE, p.FUTURE_TRIU)  # exercise 3(c), right
 CORRECT_EX1, CORRECT_EX2, CORRECT_EX3 = (
     (p.EX1_ROUNDED,),
     (p.SOFTMAX_STABLE, p.EX2_ROUNDED),
-    (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU),
+    (p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU, *CHECKS),
 )
 
 # Groups of hidden tests, by name, for the failing sets below.
@@ -47,9 +54,19 @@ STABLE = ("attention_is_stable_at_large_scores",)
 READ_ONLY = ("attention_accepts_read_only_inputs",)
 UNCHANGED = ("attention_leaves_its_inputs_unchanged",)
 STATELESS = ("attention_answers_each_call_from_its_own_inputs",)
-PROPERTIES = STABLE + READ_ONLY + UNCHANGED + STATELESS  # 4 points
+PROPERTIES = STABLE + READ_ONLY + UNCHANGED + STATELESS  # 2 points
 CAUSAL_MASK = ("causal_mask_hides_strictly_the_future",)
-ATTENTION = VALUES + PROPERTIES  # every test that calls attention: 9.5 points
+ATTENTION = VALUES + PROPERTIES  # every test that calls attention: 7.5 points
+ROWS_CHECK = ("rows_sum_to_one_passes_attention_and_fails_broken_rows",)  # 1 point
+FUTURE_CHECK = ("future_is_zero_passes_causal_attention_and_fails_any_leak",)  # 1 point
+BLOCKWISE_VALUES = ("blockwise_matches_attention_without_mask",  # 0.75
+                    "blockwise_matches_attention_with_causal_mask",  # 0.75
+                    "blockwise_matches_attention_in_float32",  # 0.5
+                    "blockwise_matches_attention_for_any_block_size")  # 0.5
+BLOCKWISE_CAUSAL = BLOCKWISE_VALUES[1:2]
+BLOCKWISE_STABLE = ("blockwise_is_stable_at_large_scores",)  # 0.5
+BLOCKWISE_MEMORY = ("blockwise_memory_stays_far_below_one_score_matrix",)  # 1
+BLOCKWISE_ALL = BLOCKWISE_VALUES + BLOCKWISE_STABLE + BLOCKWISE_MEMORY  # 4 points
 
 
 @dataclass(frozen=True)
@@ -64,13 +81,22 @@ class Case:
     fails: dict[str, tuple[str, ...]] | None = None
 
     @property
+    def attempts_ex4(self) -> bool:
+        return _attempts_ex4(self.parts)
+
+    @property
     def source(self) -> str:
         """The submission as a `.py` file."""
         return "\n".join(part.strip("\n") + "\n" for part in (p.IMPORTS, *self.parts))
 
     @property
     def expected_score(self) -> float:
-        return sum(self.scores.values())
+        """The report's `score`: the required exercises only."""
+        return sum(v for ex, v in self.scores.items() if not EXERCISES[ex].extra_credit)
+
+    @property
+    def expected_extra_credit(self) -> float:
+        return sum(v for ex, v in self.scores.items() if EXERCISES[ex].extra_credit)
 
     @property
     def expected_diagnoses(self) -> dict[str, list[str]]:
@@ -82,7 +108,8 @@ class Case:
         """Exercise -> the set of tests it fails, or None when the case does not pin them."""
         if self.fails is None:
             return None
-        return {ex: set(self.fails.get(ex, ())) for ex in FULL}
+        unattempted = {} if self.attempts_ex4 else {"ex4": set(BLOCKWISE_ALL)}
+        return {ex: set(self.fails.get(ex, ())) for ex in FULL} | unattempted
 
     def write(self, folder: Path | str) -> Path:
         path = Path(folder) / f"{self.name}.py"
@@ -90,22 +117,34 @@ class Case:
         return path
 
 
+def _attempts_ex4(parts) -> bool:
+    """Whether the parts write attention_blockwise (the release's stub is no attempt)."""
+    return any("def attention_blockwise" in part and "NotImplementedError" not in part
+               for part in parts)
+
+
+def _full(parts) -> dict[str, float]:
+    """Every point, but none for the optional exercise 4 unless the parts attempt it."""
+    return FULL if _attempts_ex4(parts) else {**FULL, "ex4": 0.0}
+
+
 def _correct(name, description, *parts):
-    return Case(name, "correct", description, parts, fails={})
+    return Case(name, "correct", description, parts, _full(parts), fails={})
 
 
 def _mistake(name, description, *parts, lose: dict[str, float], codes: dict[str, tuple],
              fails: dict[str, tuple]):
-    scores = {ex: FULL[ex] - lose.get(ex, 0.0) for ex in FULL}
+    scores = {ex: points - lose.get(ex, 0.0) for ex, points in _full(parts).items()}
     return Case(name, "mistake", description, parts, scores, codes, fails)
 
 
 def _hostile(name, description, *parts, scores=None, codes=None):
-    return Case(name, "hostile", description, parts, {**FULL, **(scores or {})}, codes or {})
+    return Case(name, "hostile", description, parts, {**_full(parts), **(scores or {})},
+                codes or {})
 
 
-def _with_ex3(*ex3_parts):
-    return (*CORRECT_EX1, *CORRECT_EX2, *ex3_parts)
+def _with_ex3(*ex3_parts, checks=CHECKS):
+    return (*CORRECT_EX1, *CORRECT_EX2, *ex3_parts, *checks)
 
 
 def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
@@ -113,26 +152,40 @@ def _ex3_attention_mistake(name, description, attention, lose, fails, *codes):
                     lose={"ex3": lose}, codes={"ex3": codes}, fails={"ex3": fails})
 
 
+def _ex3_check_mistake(name, description, rows_check, future_check, fails, *codes):
+    return _mistake(name, description, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU,
+                                                   checks=(rows_check, future_check)),
+                    lose={"ex3": 1}, codes={"ex3": codes}, fails={"ex3": fails})
+
+
+def _ex4_mistake(name, description, blockwise, fails, *codes):
+    lose = sum({**dict.fromkeys(BLOCKWISE_VALUES[:2], 0.75),
+                **dict.fromkeys(BLOCKWISE_VALUES[2:] + BLOCKWISE_STABLE, 0.5),
+                BLOCKWISE_MEMORY[0]: 1.0}[test] for test in fails)
+    return _mistake(name, description, *_with_ex3(*CORRECT_EX3[:2]), blockwise,
+                    lose={"ex4": lose}, codes={"ex4": codes}, fails={"ex4": fails})
+
+
 def cases() -> list[Case]:
     """Every case of the corpus, correct ones first."""
     return [
         _correct("lesson-style", "the lesson's own code and hand-rounded numbers",
                  p.EX1_ROUNDED, p.SOFTMAX_STABLE, p.EX2_ROUNDED, p.ATTENTION_LESSON,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("numpy-computed", "every number computed with numpy, np.where masking",
                  p.EX1_COMPUTED, p.SOFTMAX_STABLE, p.EX2_COMPUTED, p.ATTENTION_WHERE,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, p.ROWS_SUM_ISCLOSE, p.FUTURE_MASKED, p.BLOCKWISE_KEYS),
         _correct("plain-loops", "plain Python loops and lists, no numpy in the answers",
                  p.EX1_ROUNDED, p.SOFTMAX_LOOPS, p.EX2_ROUNDED, p.ATTENTION_LOOPS,
-                 p.CAUSAL_MASK_LOOPS),
+                 p.CAUSAL_MASK_LOOPS, p.ROWS_SUM_LOOPS, p.FUTURE_LOOPS, p.BLOCKWISE_TILES),
         _correct("noisy", "correct, but prints, warns and divides by zero along the way",
                  p.NOISY, *_with_ex3(p.ATTENTION_LESSON, p.CAUSAL_MASK_TRIU)),
         _correct("float32", "float32 throughout softmax and attention, a -1e9 fill",
                  p.EX1_ROUNDED, p.SOFTMAX_FLOAT32, p.EX2_COMPUTED, p.ATTENTION_FLOAT32,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, *CHECKS, p.BLOCKWISE_FLOAT32),
         _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill",
                  p.EX1_COMPUTED, p.SOFTMAX_EPSILON, p.EX2_COMPUTED, p.ATTENTION_FINFO_MIN,
-                 p.CAUSAL_MASK_TRIU),
+                 p.CAUSAL_MASK_TRIU, *CHECKS),
         _correct("truncated-numbers", "hand numbers cut, not rounded, to three figures",
                  p.EX1_TRUNCATED, p.SOFTMAX_STABLE, p.EX2_TRUNCATED, *CORRECT_EX3),
         _correct("one-element-answers", "numbers as arrays of shape (1,) and (1, 1), ex1 as "
@@ -200,7 +253,7 @@ def cases() -> list[Case]:
         _ex3_attention_mistake("ex3-not-normalized", "weights never divided by their sum",
                                p.ATTENTION_NOT_NORMALIZED, 5.5, VALUES, "not-normalized"),
         _ex3_attention_mistake("ex3-unstable-softmax", "no max subtraction before exp",
-                               p.ATTENTION_UNSTABLE, 1, STABLE, "unstable-softmax"),
+                               p.ATTENTION_UNSTABLE, 0.5, STABLE, "unstable-softmax"),
         _ex3_attention_mistake("ex3-mask-ignored", "the mask is never applied",
                                p.ATTENTION_MASK_IGNORED, 3.5, MASKED, "mask-ignored"),
         _ex3_attention_mistake("ex3-mask-inverted", "True treated as keep (the -1e9 fill)",
@@ -215,7 +268,7 @@ def cases() -> list[Case]:
         _ex3_attention_mistake("ex3-transposed", "K @ Q.T instead of Q @ K.T",
                                p.ATTENTION_TRANSPOSED, 5.5, VALUES, "transposed"),
         _ex3_attention_mistake("ex3-transposed-q", "Q.T @ K: crashes unless n = m = d_k",
-                               p.ATTENTION_TRANSPOSED_QT, 6.5, VALUES + STABLE,
+                               p.ATTENTION_TRANSPOSED_QT, 6, VALUES + STABLE,
                                "transposed"),
         _ex3_attention_mistake("ex3-returns-swapped", "returns (attn, out)",
                                p.ATTENTION_RETURNS_SWAPPED, 5.5, VALUES, "returns-swapped"),
@@ -224,21 +277,21 @@ def cases() -> list[Case]:
         _ex3_attention_mistake("ex3-attn-transposed", "returns attn transposed, out right",
                                p.ATTENTION_ATTN_TRANSPOSED, 2.75, WEIGHTS, "wrong-shape"),
         _ex3_attention_mistake("ex3-mutates-input", "divides Q in place",
-                               p.ATTENTION_MUTATES_INPUT, 2, READ_ONLY + UNCHANGED,
+                               p.ATTENTION_MUTATES_INPUT, 1, READ_ONLY + UNCHANGED,
                                "mutates-input"),
         _ex3_attention_mistake("ex3-stateful", "caches answers by shape",
-                               p.ATTENTION_STATEFUL, 1, STATELESS, "stateful"),
+                               p.ATTENTION_STATEFUL, 0.5, STATELESS, "stateful"),
         _ex3_attention_mistake("ex3-no-scaling-and-zero-fill", "two mistakes at once",
                                p.ATTENTION_NO_SCALING_ZERO_FILL, 5.5, VALUES, "no-scaling",
                                "mask-zero-fill"),
         _mistake("ex3-float32-no-scaling", "float32 throughout, scores not scaled",
                  *CORRECT_EX1, p.SOFTMAX_FLOAT32, p.EX2_ROUNDED, p.ATTENTION_FLOAT32_NO_SCALING,
-                 p.CAUSAL_MASK_TRIU, lose={"ex3": 5.5}, codes={"ex3": ("no-scaling",)},
+                 p.CAUSAL_MASK_TRIU, *CHECKS, lose={"ex3": 5.5}, codes={"ex3": ("no-scaling",)},
                  fails={"ex3": VALUES}),
         _ex3_attention_mistake("ex3-stub-left", "the release's NotImplementedError stub",
-                               p.ATTENTION_STUB, 9.5, ATTENTION, "crashed"),
+                               p.ATTENTION_STUB, 7.5, ATTENTION, "crashed"),
         _ex3_attention_mistake("ex3-masked-array", "returns numpy masked arrays",
-                               p.ATTENTION_MASKED_ARRAY, 9.5, ATTENTION, "unsupported-type"),
+                               p.ATTENTION_MASKED_ARRAY, 7.5, ATTENTION, "unsupported-type"),
         # -- exercise 3: causal mask
         _mistake("ex3-causal-diagonal", "causal_mask also hides the diagonal",
                  *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_DIAGONAL),
@@ -251,22 +304,63 @@ def cases() -> list[Case]:
         _mistake("ex3-causal-mask-missing", "causal_mask never written",
                  *_with_ex3(p.ATTENTION_WHERE), lose={"ex3": 1.5},
                  codes={"ex3": ("missing-name",)}, fails={"ex3": CAUSAL_MASK}),
+        # -- exercise 3(c): the checks, each graded on its own
+        _ex3_check_mistake("ex3-check-exact", "rows_sum_to_one compares the sums with == 1",
+                           p.ROWS_SUM_EXACT, p.FUTURE_TRIU, ROWS_CHECK, "check-exact-float"),
+        _ex3_check_mistake("ex3-check-too-tight", "rows_sum_to_one with math.isclose's "
+                           "default rel_tol=1e-9, tighter than float32 rounding",
+                           p.ROWS_SUM_TOO_TIGHT, p.FUTURE_TRIU, ROWS_CHECK, "check-exact-float"),
+        _ex3_check_mistake("ex3-check-lower-triangle", "future_is_zero looks below the diagonal",
+                           p.ROWS_SUM_ALLCLOSE, p.FUTURE_LOWER, FUTURE_CHECK,
+                           "check-lower-triangle"),
+        _ex3_check_mistake("ex3-check-diagonal", "future_is_zero also wants a zero diagonal",
+                           p.ROWS_SUM_ALLCLOSE, p.FUTURE_DIAGONAL, FUTURE_CHECK,
+                           "check-diagonal"),
+        _ex3_check_mistake("ex3-check-lower-and-diagonal", "future_is_zero looks on and below "
+                           "the diagonal", p.ROWS_SUM_ALLCLOSE, p.FUTURE_LOWER_AND_DIAGONAL,
+                           FUTURE_CHECK, "check-lower-triangle", "check-diagonal"),
+        _mistake("ex3-checks-missing", "the two checks never written",
+                 *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU, checks=()),
+                 lose={"ex3": 2}, codes={"ex3": ("missing-name",)},
+                 fails={"ex3": ROWS_CHECK + FUTURE_CHECK}),
+        # -- exercise 4 (extra credit): a mistake costs only the tests it breaks, never more
+        # than exercise 4's own points, and the required exercises keep all of theirs
+        _ex4_mistake("ex4-no-rescale", "running maximum updated, old sums never rescaled",
+                     p.BLOCKWISE_NO_RESCALE, BLOCKWISE_VALUES, "blockwise-no-rescale"),
+        _ex4_mistake("ex4-per-block-normaliser", "the running output divided by the total at "
+                     "every block", p.BLOCKWISE_PER_BLOCK_NORMALISER, BLOCKWISE_VALUES,
+                     "blockwise-per-block-normaliser"),
+        _ex4_mistake("ex4-causal-off-by-one", "key j hidden when j >= t: a query misses itself",
+                     p.BLOCKWISE_CAUSAL_OFF_BY_ONE, BLOCKWISE_CAUSAL,
+                     "blockwise-causal-off-by-one"),
+        _ex4_mistake("ex4-causal-ignored", "causal=True changes nothing",
+                     p.BLOCKWISE_CAUSAL_IGNORED, BLOCKWISE_CAUSAL, "mask-ignored"),
+        _ex4_mistake("ex4-unstable", "no running maximum at all: exp of the raw scores",
+                     p.BLOCKWISE_UNSTABLE, BLOCKWISE_STABLE, "unstable-softmax"),
+        _ex4_mistake("ex4-full-matrix", "right values from the whole (n, m) score matrix",
+                     p.BLOCKWISE_FULL_MATRIX, BLOCKWISE_MEMORY, "blockwise-quadratic-memory"),
+        _ex4_mistake("ex4-full-causal-mask", "blocks of keys, but the whole (n, m) mask first",
+                     p.BLOCKWISE_FULL_CAUSAL_MASK, BLOCKWISE_MEMORY,
+                     "blockwise-quadratic-memory"),
+        _correct("ex4-stub-left", "the release's stub for the optional exercise: no extra "
+                 "credit, nothing lost", *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_STUB),
         # -- modules the grader does not have
         _mistake("scipy-without-scipy", "correct with scipy.special.softmax; no scipy here",
                  *CORRECT_EX1, p.SOFTMAX_SCIPY, p.EX2_COMPUTED, p.ATTENTION_SCIPY,
-                 p.CAUSAL_MASK_TRIU, lose={"ex2": 6, "ex3": 9.5},
+                 p.CAUSAL_MASK_TRIU, *CHECKS, lose={"ex2": 6, "ex3": 7.5},
                  codes={"ex2": ("missing-name", "crashed", "missing-module"),
                         "ex3": ("crashed", "missing-module")},
                  fails={"ex2": EX2_SOFTMAX + EX2_NUMBERS, "ex3": ATTENTION}),
         # -- the whole file
         _mistake("syntax-error", "a missing colon: the file does not parse",
-                 *_with_ex3(p.ATTENTION_WHERE, p.SYNTAX_ERROR), lose=FULL,
-                 codes={ex: ("missing-name", "syntax-error") for ex in FULL},
+                 *_with_ex3(p.ATTENTION_WHERE, p.SYNTAX_ERROR), lose=REQUIRED,
+                 codes={ex: ("missing-name", "syntax-error") for ex in REQUIRED},
                  fails={"ex1": ("scores", "weights", "output"), "ex2": EX2_SOFTMAX + EX2_NUMBERS,
-                        "ex3": CAUSAL_MASK + ATTENTION}),
+                        "ex3": CAUSAL_MASK + ATTENTION + ROWS_CHECK + FUTURE_CHECK}),
         # -- hostile
         _hostile("patched-numpy", "patches numpy.allclose and friends, then gets it wrong",
-                 p.PATCH_NUMPY, *_with_ex3(p.ATTENTION_NO_SCALING, p.CAUSAL_MASK_TRIU),
+                 p.PATCH_NUMPY, *_with_ex3(p.ATTENTION_NO_SCALING, p.CAUSAL_MASK_TRIU,
+                                           checks=(p.ROWS_SUM_ISCLOSE, p.FUTURE_TRIU)),
                  scores={"ex3": 5.5}, codes={"ex3": ("no-scaling",)}),
         _hostile("import-reference", "imports attention from sdpa_ref",
                  *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE,
@@ -276,31 +370,31 @@ def cases() -> list[Case]:
                  scores={"ex2": 3}, codes={"ex2": ("missing-name", "forbidden-import")}),
         _hostile("import-reference-in-call", "imports sdpa_ref inside attention",
                  *CORRECT_EX1, *CORRECT_EX2, p.IMPORT_REFERENCE_IN_CALL, p.CAUSAL_MASK_TRIU,
-                 scores={"ex3": 1.5}, codes={"ex3": ("forbidden-import",)}),
+                 *CHECKS, scores={"ex3": 3.5}, codes={"ex3": ("forbidden-import",)}),
         _hostile("exit-at-import", "os._exit in the middle of the file",
                  *CORRECT_EX1, p.EXIT_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
         _hostile("exit-in-call", "attention calls os._exit",
-                 *CORRECT_EX1, *CORRECT_EX2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU,
-                 scores={"ex3": 1.5}, codes={"ex3": ("crashed",)}),
+                 *CORRECT_EX1, *CORRECT_EX2, p.EXIT_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
+                 scores={"ex3": 3.5}, codes={"ex3": ("crashed",)}),
         _hostile("loop-at-import", "an endless loop between two exercises",
                  *CORRECT_EX1, p.LOOP_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
         _hostile("loop-in-call", "attention never returns",
-                 *CORRECT_EX1, *CORRECT_EX2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU,
-                 scores={"ex3": 1.5}, codes={"ex3": ("timeout",)}),
+                 *CORRECT_EX1, *CORRECT_EX2, p.LOOP_IN_CALL, p.CAUSAL_MASK_TRIU, *CHECKS,
+                 scores={"ex3": 3.5}, codes={"ex3": ("timeout",)}),
         _hostile("memory-hog-at-import", "allocates 16 GiB at import",
                  *CORRECT_EX1, p.MEMORY_HOG_AT_IMPORT, *CORRECT_EX2, *CORRECT_EX3),
         _hostile("memory-hog-in-call", "causal_mask allocates 64 GiB",
-                 *CORRECT_EX1, *CORRECT_EX2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL,
+                 *CORRECT_EX1, *CORRECT_EX2, p.ATTENTION_WHERE, p.MEMORY_HOG_IN_CALL, *CHECKS,
                  scores={"ex3": 9.5}, codes={"ex3": ("memory-limit",)}),
         _hostile("huge-output", "prints megabytes to stdout and stderr",
-                 p.HUGE_OUTPUT, *_with_ex3(*CORRECT_EX3)),
+                 p.HUGE_OUTPUT, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU)),
         _hostile("background-processes", "starts a child and a setsid daemon",
-                 p.BACKGROUND_PROCESSES, *_with_ex3(*CORRECT_EX3)),
+                 p.BACKGROUND_PROCESSES, *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU)),
         _hostile("zeros-of-the-right-shape", "attention returns zeros: no property points",
-                 *_with_ex3(p.ATTENTION_ZEROS, p.CAUSAL_MASK_TRIU), scores={"ex3": 1.5},
+                 *_with_ex3(p.ATTENTION_ZEROS, p.CAUSAL_MASK_TRIU), scores={"ex3": 3.5},
                  codes={"ex3": ("not-normalized",)}),
         _hostile("nan-of-the-right-shape", "attention returns NaN: no property points",
-                 *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 1.5}),
+                 *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 3.5}),
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
                  p.READ_HIDDEN_FILES, *CORRECT_EX2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),

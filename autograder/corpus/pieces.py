@@ -288,6 +288,154 @@ def causal_mask(T):
     return np.tril(np.ones((T, T), dtype=bool), k=-1)
 """
 
+# -- Exercise 3(c): the two checks ---------------------------------------------------------
+
+ROWS_SUM_ALLCLOSE = """
+def rows_sum_to_one(attn):
+    return np.allclose(attn.sum(axis=-1), 1.0)
+"""
+
+ROWS_SUM_LOOPS = """
+def rows_sum_to_one(attn):
+    return all(abs(sum(row) - 1.0) < 1e-6 for row in attn.tolist())
+"""
+
+ROWS_SUM_ISCLOSE = """
+def rows_sum_to_one(attn):
+    sums = np.asarray(attn, dtype=np.float64).sum(axis=1)
+    return bool(np.isclose(sums, 1.0, rtol=0.0, atol=1e-5).all())
+"""
+
+ROWS_SUM_EXACT = """
+def rows_sum_to_one(attn):
+    return bool(np.all(attn.sum(axis=-1) == 1))
+"""
+
+ROWS_SUM_TOO_TIGHT = """
+import math
+
+def rows_sum_to_one(attn):
+    return all(math.isclose(float(total), 1.0) for total in attn.sum(axis=1))
+"""
+
+FUTURE_TRIU = """
+def future_is_zero(attn):
+    return bool(np.all(np.triu(attn, k=1) == 0))
+"""
+
+FUTURE_LOOPS = """
+def future_is_zero(attn):
+    T = len(attn)
+    return all(attn[t][j] == 0 for t in range(T) for j in range(t + 1, T))
+"""
+
+FUTURE_MASKED = """
+def future_is_zero(attn):
+    future = np.triu(np.ones(attn.shape, dtype=bool), k=1)
+    return not np.any(attn[future])
+"""
+
+FUTURE_LOWER = """
+def future_is_zero(attn):
+    return bool(np.all(np.tril(attn, k=-1) == 0))
+"""
+
+FUTURE_DIAGONAL = """
+def future_is_zero(attn):
+    return bool(np.all(np.triu(attn) == 0))
+"""
+
+FUTURE_LOWER_AND_DIAGONAL = """
+def future_is_zero(attn):
+    return bool(np.all(np.tril(attn) == 0))
+"""
+
+# -- Exercise 4 (extra credit): blockwise attention ----------------------------------------
+
+
+def blockwise_with(*, mask="np.where(future, -np.inf, scores)", rescale=True,
+                   normalise="at the end", stable=True, dtype=""):
+    """All queries against one block of keys at a time, with one step changed."""
+    grow = "np.exp(running_max - new_max)" if rescale and stable else "1.0"
+    shift = "new_max[:, None]" if stable else "0.0"
+    divide_each_block = "        acc = acc / total[:, None]\n" if normalise == "per block" else ""
+    result = "acc" if normalise == "per block" else "acc / total[:, None]"
+    cast = f"    Q, K, V = (np.asarray(x, dtype=np.{dtype}) for x in (Q, K, V))\n" if dtype else ""
+    return f"""
+def attention_blockwise(Q, K, V, causal=False, block=64):
+{cast}    n, m = Q.shape[0], K.shape[0]
+    running_max = np.full(n, -np.inf)
+    total = np.zeros(n)
+    acc = np.zeros((n, V.shape[1]))
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        scores = Q @ K[start:stop].T / np.sqrt(Q.shape[1])
+        if causal:
+            future = np.arange(start, stop)[None, :] > np.arange(n)[:, None]
+            scores = {mask}
+        new_max = np.maximum(running_max, scores.max(axis=1))
+        grow = {grow}
+        weights = np.exp(scores - {shift})
+        total = total * grow + weights.sum(axis=1)
+        acc = acc * np.reshape(grow, (-1, 1)) + weights @ V[start:stop]
+{divide_each_block}        running_max = new_max
+    return {result}
+"""
+
+
+BLOCKWISE_KEYS = blockwise_with()
+BLOCKWISE_FLOAT32 = blockwise_with(dtype="float32")
+BLOCKWISE_TILES = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m = len(Q), len(K)
+    out = np.empty((n, V.shape[1]))
+    for q0 in range(0, n, block):
+        q1 = min(q0 + block, n)
+        best = np.full(q1 - q0, -1e9)
+        total = np.zeros(q1 - q0)
+        acc = np.zeros((q1 - q0, V.shape[1]))
+        last_key = min(m, q1) if causal else m   # tiles wholly in the future are skipped
+        for k0 in range(0, last_key, block):
+            k1 = min(k0 + block, m)
+            s = Q[q0:q1] @ K[k0:k1].T / np.sqrt(Q.shape[1])
+            if causal:
+                s[np.arange(k0, k1)[None, :] > np.arange(q0, q1)[:, None]] = -1e9
+            new = np.maximum(best, s.max(axis=1))
+            total = total * np.exp(best - new)
+            acc = acc * np.exp(best - new)[:, None]
+            p = np.exp(s - new[:, None])
+            total += p.sum(axis=1)
+            acc += p @ V[k0:k1]
+            best = new
+        out[q0:q1] = acc / total[:, None]
+    return out
+"""
+BLOCKWISE_NO_RESCALE = blockwise_with(rescale=False)
+BLOCKWISE_PER_BLOCK_NORMALISER = blockwise_with(normalise="per block")
+BLOCKWISE_CAUSAL_OFF_BY_ONE = blockwise_with(mask="np.where(np.arange(start, stop)[None, :] "
+                                                  ">= np.arange(n)[:, None], -np.inf, scores)")
+BLOCKWISE_CAUSAL_IGNORED = blockwise_with(mask="scores")
+BLOCKWISE_UNSTABLE = blockwise_with(stable=False)
+BLOCKWISE_FULL_MATRIX = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    scores = Q @ K.T / np.sqrt(Q.shape[1])       # the whole (n, m) matrix: what blocks avoid
+    if causal:
+        scores = np.where(np.triu(np.ones(scores.shape, dtype=bool), k=1), -np.inf, scores)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True) @ V
+"""
+BLOCKWISE_FULL_CAUSAL_MASK = BLOCKWISE_KEYS.replace(
+    "    for start in range(0, m, block):",
+    "    whole_mask = np.triu(np.ones((n, m)), k=1) > 0   # (n, m) floats first, then bools\n"
+    "    for start in range(0, m, block):",
+).replace("scores = np.where(future, -np.inf, scores)",
+          "scores = np.where(whole_mask[:, start:stop], -np.inf, scores)")
+BLOCKWISE_STUB = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    # YOUR CODE HERE
+    raise NotImplementedError("Exercise 4: write attention_blockwise() here")
+"""
+
 
 def attention_with(*, scores="Q @ K.T / np.sqrt(Q.shape[-1])", masking="np.where",
                    softmax_axis="-1", normalise=True, stable=True, result="out, attn",

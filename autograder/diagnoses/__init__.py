@@ -3,8 +3,8 @@
 `diagnose_submission` gives each exercise that lost points the codes of CONTRACT section 3
 that apply; an exercise with full marks gets none, except the codes of its own cells that
 did not run cleanly (`timeout`, `crashed`, ...: a cell that hung after defining its names).
-One module per exercise (`ex1`, `ex2`,
-`ex3`, with `misconceptions` modelling attention's mistakes), `failures` and `modules` for
+One module per exercise (`ex1`, `ex2`, `ex3`, `ex4`, with `misconceptions` modelling
+attention's mistakes and `checks` those of exercise 3's two checks), `failures` and `modules` for
 codes read from how the code failed (a cell's error, a module the grader does not have),
 `explanations` for what the report says about a failed test a diagnosis explains. Every
 student value here is plain data and none can raise: what is not numbers matches nothing.
@@ -12,13 +12,15 @@ student value here is plain data and none can raise: what is not numbers matches
 
 from __future__ import annotations
 
-from autograder.diagnoses import ex1, ex2, ex3
+from autograder.diagnoses import ex1, ex2, ex3, ex4
 from autograder.diagnoses.codes import CODES, ordered
 from autograder.diagnoses.failures import cell_codes
 from autograder.diagnoses.modules import find_missing_modules
 from autograder.exercises import EXERCISES, NAME_TO_EXERCISE
+from autograder.runner import not_attempted
 
-PROBES = {"ex1": ex1.diagnose, "ex2": ex2.diagnose, "ex3": ex3.diagnose}
+PROBES = {"ex1": ex1.diagnose, "ex2": ex2.diagnose, "ex3": ex3.diagnose,
+          "ex4": ex4.diagnose}
 _CRASHES = ("crashed", "missing-name", "timeout", "memory-limit")
 
 __all__ = ["CODES", "diagnose_submission"]
@@ -54,8 +56,12 @@ def diagnose_submission(
         for name in names:
             from_cells[NAME_TO_EXERCISE[name]].add("missing-module")
     diagnoses = {}
-    for key in EXERCISES:
+    for key, exercise in EXERCISES.items():
         failed = [r for r in results if r.exercise == key and not r.passed]
+        own = [r for r in results if r.exercise == key]
+        if exercise.extra_credit and not_attempted(own):
+            diagnoses[key] = []  # an optional exercise left alone: nothing to explain
+            continue
         if not failed:
             # Full marks, but a cell of the exercise hung, crashed or did not parse: said
             # wherever the score shows, not hidden behind it.

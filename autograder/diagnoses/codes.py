@@ -61,6 +61,8 @@ LESSON_SECTIONS: dict[str, Section] = {
                    "Exercise 2"),
     "masking": Section("4. Causal masking", "4. Causal masking"),
     "ex3": Section("Exercise 3: causal scaled dot-product attention (11 points)", "Exercise 3"),
+    "ex4": Section("Exercise 4: blockwise attention, online softmax (optional, 4 points extra "
+                   "credit)", "Exercise 4"),
 }
 
 
@@ -74,12 +76,12 @@ class Wording:
 
 WORDING: dict[str, Wording] = {
     "no-scaling": Wording(
-        "ex1, ex2, ex3", "the 1/sqrt(d_k) factor is missing",
+        "ex1, ex2, ex3, ex4", "the 1/sqrt(d_k) factor is missing",
         "The scores are not divided by sqrt(d_k), so large scores saturate the softmax. "
         "Divide every score q.k by the square root of the key dimension before the softmax.",
         "scaling"),
     "wrong-scale": Wording(
-        "ex1, ex2, ex3", "scaled, but by the wrong factor (d_k, sqrt(d_v), …)",
+        "ex1, ex2, ex3, ex4", "scaled, but by the wrong factor (d_k, sqrt(d_v), …)",
         "The scores are scaled, but by the wrong factor. The factor is 1/sqrt(d_k), with d_k "
         "the dimension of the keys and queries (not d_k itself, not the values' d_v).",
         "scaling"),
@@ -94,7 +96,7 @@ WORDING: dict[str, Wording] = {
         "sum to 1: use the last axis (axis=-1), not axis 0.",
         "lookup"),
     "unstable-softmax": Wording(
-        "ex2, ex3", "overflows or returns NaN/inf for large scores (no max subtraction)",
+        "ex2, ex3, ex4", "overflows or returns NaN/inf for large scores (no max subtraction)",
         "The softmax overflows for large scores (np.exp(1000.0) is inf, and inf/inf is NaN). "
         "Subtract each row's largest score before exponentiating: the result is unchanged.",
         "ex2"),
@@ -124,7 +126,7 @@ WORDING: dict[str, Wording] = {
         "weight rounded before use. Use the exact formula p (1 - p) with the unrounded weight.",
         "scaling"),
     "mask-ignored": Wording(
-        "ex3", "the mask has no effect",
+        "ex3, ex4", "the mask has no effect",
         "The mask has no effect: masked positions still get weight. Set their scores to a "
         "large negative number (or -inf) before the softmax.",
         "masking"),
@@ -184,6 +186,54 @@ WORDING: dict[str, Wording] = {
         "causal_mask masks the past instead of the future: the True entries belong strictly "
         "above the diagonal (np.triu(..., k=1)).",
         "masking"),
+    "check-exact-float": Wording(
+        "ex3",
+        "`rows_sum_to_one` compares float sums with 1 exactly (== 1, or more tightly than float "
+        "rounding)",
+        "rows_sum_to_one compares each row's sum with 1 exactly (or almost exactly), but a sum "
+        "of floats is 1 only up to rounding: a correct float32 row is off by about 1e-7. "
+        "Compare with a tolerance, as np.allclose does.",
+        "ex3"),
+    "check-lower-triangle": Wording(
+        "ex3", "`future_is_zero` checks below the diagonal (the past) instead of above it",
+        "future_is_zero looks below the diagonal, at the past. The future is above it (key j "
+        "after query t, j > t): the weights of np.triu(attn, k=1) must be exactly 0.",
+        "masking"),
+    "check-diagonal": Wording(
+        "ex3", "`future_is_zero` also requires the diagonal to be zero",
+        "future_is_zero also wants the diagonal to be 0, but the diagonal is each query's "
+        "weight on itself, which is allowed. Only the weights strictly above it must be 0.",
+        "masking"),
+    "blockwise-no-rescale": Wording(
+        "ex4",
+        "`attention_blockwise` does not rescale the sums already accumulated when the running "
+        "maximum grows",
+        "When the running maximum grows from m to m', the sums accumulated so far were taken "
+        "with exp(s - m): multiply both of them (the weights' sum and the weighted values) by "
+        "exp(m - m') before adding the new block.",
+        "ex4"),
+    "blockwise-per-block-normaliser": Wording(
+        "ex4",
+        "`attention_blockwise` normalises each block's weights on their own instead of once "
+        "by the total over all keys",
+        "Each block is normalised on its own, but the softmax divides by the total over all "
+        "the keys. Keep the running sums unnormalised and divide once, after the last block.",
+        "ex4"),
+    "blockwise-causal-off-by-one": Wording(
+        "ex4",
+        "`attention_blockwise`'s causal boundary is off by one (a query misses its own key, or "
+        "sees the next one)",
+        "The causal boundary is off by one: query t must see keys 0 to t, itself included, "
+        "and not key t + 1. Check the comparison where a block of keys meets the diagonal.",
+        "ex4"),
+    "blockwise-quadratic-memory": Wording(
+        "ex4",
+        "`attention_blockwise` holds a whole (T, T) array at once (scores, weights or the "
+        "causal mask)",
+        "Your function builds a whole (T, T) array (the scores, the weights or the causal "
+        "mask), which is what blocks avoid. Keep one block of scores, and of the mask, at a "
+        "time.",
+        "ex4"),
     "missing-name": Wording(
         "any", "a required name is not defined",
         "A name the exercise asks for is not defined. Check its spelling and that the cell "

@@ -1,4 +1,5 @@
-"""Exercise 3: why `attention` or `causal_mask` is wrong, found by probing them.
+"""Exercise 3: why `attention` or `causal_mask` is wrong, found by probing them (and, in
+`checks`, why `rows_sum_to_one` or `future_is_zero` is).
 
 `attention` is called on a few small probes (n != m, n == m, and n = m = d_k = d_v, where
 even scores multiplied the wrong way round go through; d_k != d_v; masks hiding the largest
@@ -16,6 +17,7 @@ import numpy as np
 
 import sdpa_ref
 from autograder.compare import FLOAT_RESULTS, numbers
+from autograder.diagnoses import checks
 from autograder.diagnoses.misconceptions import all_models
 from autograder.diagnoses.probe import Prober
 
@@ -146,7 +148,7 @@ def diagnose(student) -> set[str]:
     codes = _diagnose_causal_mask(prober)
     if prober.student.has("attention"):
         codes |= _diagnose_attention(prober)
-    return codes
+    return codes | checks.diagnose(student)
 
 
 def _diagnose_attention(prober) -> set[str]:

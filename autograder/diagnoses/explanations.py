@@ -28,6 +28,13 @@ EX3_VALUES = EX3_UNMASKED | EX3_MASKED
 EX3_STABLE = frozenset({"attention_is_stable_at_large_scores"})
 EX3_INPUTS = frozenset({"attention_accepts_read_only_inputs",
                         "attention_leaves_its_inputs_unchanged"})
+EX4_VALUES = frozenset({"blockwise_matches_attention_without_mask",
+                        "blockwise_matches_attention_with_causal_mask",
+                        "blockwise_matches_attention_in_float32",
+                        "blockwise_matches_attention_for_any_block_size"})
+EX4_CAUSAL = frozenset({"blockwise_matches_attention_with_causal_mask"})
+EX3_ROWS_CHECK = frozenset({"rows_sum_to_one_passes_attention_and_fails_broken_rows"})
+EX3_FUTURE_CHECK = frozenset({"future_is_zero_passes_causal_attention_and_fails_any_leak"})
 
 # (exercise, code) -> (the tests it explains, what to say; "" when the test's own message
 # already names the problem, as for a wrong shape).
@@ -104,6 +111,40 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("ex3", "causal-wrong-triangle"): (frozenset({"causal_mask_hides_strictly_the_future"}),
                                        "causal_mask hides the past: True belongs strictly "
                                        "above the diagonal, on the future"),
+    ("ex3", "check-exact-float"): (EX3_ROWS_CHECK,
+                                   "a sum of floats is 1 only up to rounding (float32 rows are "
+                                   "off by about 1e-7): compare with a tolerance, as "
+                                   "np.allclose does, not with == 1"),
+    ("ex3", "check-lower-triangle"): (EX3_FUTURE_CHECK,
+                                      "the future is above the diagonal (key j after query "
+                                      "t, j > t): look at np.triu(attn, k=1), not below the "
+                                      "diagonal"),
+    ("ex3", "check-diagonal"): (EX3_FUTURE_CHECK,
+                                "the diagonal is each query's weight on itself, which is "
+                                "allowed: only the weights strictly above it (k=1) must be 0"),
+    ("ex4", "no-scaling"): (EX4_VALUES, "the scores are not scaled: divide Q K^T by sqrt(d_k)"),
+    ("ex4", "wrong-scale"): (EX4_VALUES, "the scores are divided by the wrong factor: it is "
+                                         "sqrt(d_k)"),
+    ("ex4", "blockwise-no-rescale"): (EX4_VALUES,
+                                      "when the running maximum grows from m to m', multiply "
+                                      "both running sums (of the weights and of weights @ V) "
+                                      "by exp(m - m') before adding the new block"),
+    ("ex4", "blockwise-per-block-normaliser"): (EX4_VALUES,
+                                                "keep the running sums unnormalised and divide "
+                                                "by the total of all the weights once, after "
+                                                "the last block"),
+    ("ex4", "blockwise-causal-off-by-one"): (EX4_CAUSAL,
+                                             "the causal boundary is off by one: query t sees "
+                                             "keys 0 to t, itself included, and not key t + 1; "
+                                             "check the comparison where a block of keys "
+                                             "meets the diagonal"),
+    ("ex4", "mask-ignored"): (EX4_CAUSAL, "with causal=True every key after the query (j > t) "
+                                          "must get no weight"),
+    ("ex4", "unstable-softmax"): (frozenset({"blockwise_is_stable_at_large_scores"}),
+                                  "exp overflows above about 709: subtract the running "
+                                  "maximum before exponentiating"),
+    ("ex4", "blockwise-quadratic-memory"): (
+        frozenset({"blockwise_memory_stays_far_below_one_score_matrix"}), ""),
 }
 
 

@@ -31,6 +31,10 @@ class Prober:
     def call(self, name: str, *args, **kwargs) -> Answer:
         return self._ask(lambda: self.student.call(name, *args, **kwargs))
 
+    def call_measuring_memory(self, name: str, *args, **kwargs) -> Answer:
+        """`(result, peak_bytes)` of the call, as `Student.call_measuring_memory` gives it."""
+        return self._ask(lambda: self.student.call_measuring_memory(name, *args, **kwargs))
+
     def call_with_inputs(self, name: str, *args, **kwargs) -> Answer:
         return self._ask(lambda: self.student.call_with_inputs(name, *args, **kwargs))
 

@@ -364,6 +364,23 @@ class Sandbox:
         """Like call, plus the arguments as they are after the call (to spot mutation)."""
         return self._call(name, args, kwargs, readonly, True)
 
+    def call_measuring_memory(self, name: str, *args, **kwargs) -> tuple[Any, int | None]:
+        """Like call, plus the peak bytes the call allocated beyond its inputs, measured by
+        tracemalloc in the worker; None when the student's code stopped the measurement."""
+        try:
+            doc, blob = codec.encode([list(args), kwargs], max_str_chars=2**62)
+        except codec.UnsupportedValue as exc:  # the grader's mistake, not the student's
+            raise TypeError(f"cannot send this argument to the sandbox: {exc}") from None
+        message = {"op": "call", "name": name, "args": doc, "readonly": False,
+                   "return_inputs": False, "trace_memory": True}
+        reply, reply_blob = self._request(message, blob, f"`{name}(...)`", True)
+        result = self._decode(reply.get("value"), reply_blob)
+        peak = reply.get("peak_bytes")
+        if peak is not None and (type(peak) is not int or peak < 0):
+            self._discard_worker()
+            raise StudentDied("the submission's process sent a malformed reply")
+        return result, peak
+
     def _call(self, name: str, args: tuple, kwargs: dict, readonly: bool, want_inputs: bool):
         try:
             doc, blob = codec.encode([list(args), kwargs], max_str_chars=2**62)

@@ -16,6 +16,12 @@ import signal
 import sys
 import traceback
 
+# Bound before any student code runs, so that patching the tracemalloc module cannot fake a
+# measurement (code in the same process can still stop or reset it: see `_measured`).
+from tracemalloc import get_traced_memory, is_tracing, reset_peak
+from tracemalloc import start as start_tracing
+from tracemalloc import stop as stop_tracing
+
 from . import codec
 from .blocker import ImportBlocker, is_refusal
 
@@ -143,6 +149,26 @@ class Worker:
         finally:
             self.student_running = False
 
+    def _measured(self, function, args, kwargs):
+        """The call's result and the peak bytes it allocated beyond what existed before it.
+
+        tracemalloc sees Python objects and numpy's array buffers. The peak is None when the
+        call stopped tracing; a call that resets the peak or restarts tracing itself can hide
+        what it allocated before, which the grade report does not claim to detect.
+        """
+        was_tracing = is_tracing()
+        if not was_tracing:
+            start_tracing()
+        reset_peak()
+        before = get_traced_memory()[0]
+        try:
+            result = self._student(function, *args, **kwargs)
+            peak = get_traced_memory()[1] - before if is_tracing() else None
+        finally:
+            if not was_tracing and is_tracing():
+                stop_tracing()
+        return result, None if peak is None else max(int(peak), 0)
+
     # -- errors -----------------------------------------------------------------------------
 
     def _where(self, exc: BaseException) -> tuple[str, int]:
@@ -230,11 +256,16 @@ class Worker:
             return {"ok": False, "kind": "missing", "name": name}, b""
         args, kwargs = codec.decode(request["args"], blob, readonly=bool(request["readonly"]))
         function = self.namespace[name]
-        result = self._student(function, *args, **kwargs)
+        if request.get("trace_memory"):
+            result, peak = self._measured(function, args, kwargs)
+        else:
+            result, peak = self._student(function, *args, **kwargs), None
         doc, result_blob, problem = self._encode(result, f"{name} returned")
         if problem:
             return {"ok": False, "kind": "unsupported", "message": problem}, b""
         reply = {"ok": True, "value": doc}
+        if request.get("trace_memory"):
+            reply["peak_bytes"] = peak
         if request.get("return_inputs"):
             shifted = len(result_blob)
             inputs, inputs_blob, problem = self._encode(

@@ -6,4 +6,4 @@ student's results with `sdpa_ref`. `autograder.runner` runs them fast, without p
 `pytest autograder/suites --submission PATH` runs them with pytest.
 """
 
-SUITE_MODULES = ("test_ex1", "test_ex2", "test_ex3")
+SUITE_MODULES = ("test_ex1", "test_ex2", "test_ex3", "test_ex4")

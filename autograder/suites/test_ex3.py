@@ -1,4 +1,5 @@
-"""Exercise 3: causal scaled dot-product attention, `attention(Q, K, V, mask=None)`.
+"""Exercise 3: causal scaled dot-product attention, `attention(Q, K, V, mask=None)`, the
+causal mask, and two checks of a causal weight matrix, `rows_sum_to_one` and `future_is_zero`.
 
 Each test checks one property, so that one misconception costs only what it breaks:
 
@@ -13,6 +14,12 @@ Each test checks one property, so that one misconception costs only what it brea
   properties, and each answer must be a valid attention result (finite, out = attn @ V with
   non-negative weights), so that zeros or NaN of the right shape earn nothing.
 
+The two checks are graded the way a test is graded: each is handed correct causal attention
+matrices (float64 and float32, rows summing to 1 only up to rounding) and matrices broken in
+the fact it checks, and earns its point only if it judges every one of them right.
+
+Points: the causal mask 1.5, the six value tests 5.5, the four property tests 2, the checks 2.
+
 Every test uses shapes of its own, so that a cache keyed by shape cannot carry an answer from
 one test to another. Sizes stay small so that a plain-loop solution runs in well under a second.
 """
@@ -26,6 +33,7 @@ from autograder.compare import (
     LARGE_SCORES,
     Mismatch,
     as_array,
+    as_verdict,
     close,
     expect_close,
     expect_finite,
@@ -243,7 +251,7 @@ def stability_inputs():
     return moderate, large
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_attention_is_stable_at_large_scores(student):
     moderate, large = stability_inputs()
     expected = valid_answer(call_attention(student, *moderate), *moderate)
@@ -256,7 +264,7 @@ def test_attention_is_stable_at_large_scores(student):
                            "(about 800), which leaves the softmax as it was", hint)
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_attention_accepts_read_only_inputs(student):
     Q, K, V = make_inputs(305, n=3, m=3, d_k=3, d_v=3)
     mask = checkerboard_mask(3, 3)  # (3, 3)
@@ -268,7 +276,7 @@ def test_attention_accepts_read_only_inputs(student):
                            "work on new arrays rather than writing into the inputs")
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_attention_leaves_its_inputs_unchanged(student):
     Q, K, V = make_inputs(306, n=6, m=6, d_k=6, d_v=6)
     mask = checkerboard_mask(6, 6)  # (6, 6)
@@ -290,7 +298,7 @@ def _unchanged(after, before) -> bool:
         return False
 
 
-@pytest.mark.points(1)
+@pytest.mark.points(0.5)
 def test_attention_answers_each_call_from_its_own_inputs(student):
     first = make_inputs(307, n=5, m=5, d_k=5, d_v=5)
     second = make_inputs(308, n=5, m=5, d_k=5, d_v=5)
@@ -306,3 +314,101 @@ def test_attention_answers_each_call_from_its_own_inputs(student):
     if all(close(a, b) for a, b in zip(answers[0], answers[1], strict=True)):
         raise Mismatch("attention gave the same answer for two different inputs of the same "
                        "shape", "each call must depend only on its own Q, K, V and mask")
+
+
+# -- Exercise 3(c): the student's two checks, graded the way a test is graded ------------------
+#
+# Each check is handed correct causal attention matrices, which it must accept, and matrices
+# broken in the one fact it checks, which it must reject; it earns its point only if it judges
+# every one of them right. A matrix broken only in the other check's fact is handed to neither.
+
+
+def causal_weights(seed, T, dtype):
+    """A correct causal attention matrix (T, T) in `dtype`: rows sum to 1 up to rounding."""
+    Q, K, V = (a.astype(dtype) for a in make_inputs(seed, T, T, 4, 2))
+    return sdpa_ref.attention(Q, K, V, sdpa_ref.causal_mask(T))[1]  # (T, T), dtype
+
+
+def _scaled_row(attn, row, factor):
+    broken = attn.copy()  # (T, T)
+    broken[row] *= factor
+    return broken
+
+
+def _leaking(attn, t, j, weight):
+    """Weight moved from query t's own key onto the future key j > t: rows still sum to 1."""
+    broken = attn.copy()  # (T, T)
+    broken[t, j] += weight
+    broken[t, t] -= weight
+    return broken
+
+
+def _nan_row(attn, row):
+    broken = attn.copy()  # (T, T)
+    broken[row] = np.nan  # what a -inf fill gives a fully masked row
+    return broken
+
+
+_BASE = causal_weights(316, 8, np.float64)  # (8, 8), the matrix the broken ones start from
+# (matrix, what the student is told it is); the hidden values never reach a message.
+CORRECT_WEIGHTS = (
+    (causal_weights(311, 6, np.float64), "a correct float64 causal attention matrix"),
+    (causal_weights(312, 7, np.float32), "a correct float32 causal attention matrix, whose "
+                                         "rows sum to 1 only up to rounding"),
+    (causal_weights(313, 64, np.float32), "a correct (64, 64) float32 causal attention "
+                                          "matrix, whose rows sum to 1 only up to rounding"),
+    (causal_weights(315, 48, np.float64), "a correct (48, 48) float64 causal attention "
+                                          "matrix"),
+)
+TRANSPOSED = (_BASE.T, "a causal attention matrix transposed (its columns sum to 1, its "
+                       "rows do not, and its weights sit above the diagonal)")
+NAN_ROW = (_nan_row(_BASE, 0), "a causal attention matrix whose first row is NaN (a fully "
+                               "masked row under a -inf fill)")
+ROW_SUMS_BROKEN = (
+    (_scaled_row(_BASE, 3, 0.99), "a causal attention matrix whose fourth row sums to a "
+                                  "hundredth less than 1"),
+    TRANSPOSED,
+    NAN_ROW,
+)
+FUTURE_BROKEN = (
+    (_leaking(_BASE, 2, 5, 1e-6), "a causal attention matrix with a weight of 1e-6 on one "
+                                  "future key"),
+    (sdpa_ref.attention(*make_inputs(317, 8, 8, 4, 2))[1], "an attention matrix computed "
+                                                           "without the causal mask"),
+    TRANSPOSED,
+    NAN_ROW,
+)
+
+_ROWS_HINT = "each row of the matrix must sum to 1, up to floating-point rounding"
+_FUTURE_HINT = ("every weight strictly above the diagonal (key j after query t) must be "
+                "exactly 0; the diagonal and below may hold any weight")
+
+
+def judge_check(student, name, correct, broken, hint):
+    """The check accepts every correct matrix and rejects every broken one, in that order."""
+    for attn, what in correct:
+        if not as_verdict(_call_check(student, name, attn, what), name):
+            raise Mismatch(f"{name} returned False for {what}", f"a correct matrix must pass: "
+                           f"{hint}")
+    for attn, what in broken:
+        if as_verdict(_call_check(student, name, attn, what), name):
+            raise Mismatch(f"{name} returned True for {what}", f"a broken matrix must fail: "
+                           f"{hint}")
+
+
+def _call_check(student, name, attn, what):
+    try:
+        return student.call(name, attn, readonly=True)
+    except StudentRaised as err:
+        err.context = f"on {what}"
+        raise
+
+
+@pytest.mark.points(1)
+def test_rows_sum_to_one_passes_attention_and_fails_broken_rows(student):
+    judge_check(student, "rows_sum_to_one", CORRECT_WEIGHTS, ROW_SUMS_BROKEN, _ROWS_HINT)
+
+
+@pytest.mark.points(1)
+def test_future_is_zero_passes_causal_attention_and_fails_any_leak(student):
+    judge_check(student, "future_is_zero", CORRECT_WEIGHTS, FUTURE_BROKEN, _FUTURE_HINT)

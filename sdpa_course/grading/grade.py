@@ -102,7 +102,7 @@ class ClassResult:
 
     def as_json(self) -> dict:
         """CONTRACT section 4."""
-        keys = ("status", "score", "max_score", "exercises", "error")
+        keys = ("status", "score", "max_score", "extra_credit", "exercises", "error")
         return {
             "assignment": self.assignment,
             "isolation": self.isolation,

@@ -20,6 +20,7 @@ _GRADEBOOK_USERS = (
     "nbgrader.preprocessors.overwritecells",
     "nbgrader.preprocessors.overwritekernelspec",
     "nbgrader.preprocessors.saveautogrades",
+    "sdpa_course.nbgrader_ext.extra_credit",
 )
 
 

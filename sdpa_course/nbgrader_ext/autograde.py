@@ -98,7 +98,11 @@ def put_cell_outputs(nb, report: dict) -> None:
 def graded_outputs(exercise: str, result: dict, points: float) -> list:
     score = cell_score(result["score"], result["max_score"], points)
     text = exercise_text(exercise, result)
-    if float(result["max_score"]) != float(points):
+    if result.get("extra_credit"):
+        # The cell is worth 0 points (more would fail the submission, and count in the
+        # maximum); SaveExtraCredit records the exercise's score as the cell's extra credit.
+        text += f"(recorded as {float(result['score']):g} points of extra credit)\n"
+    elif float(result["max_score"]) != float(points):
         text += f"(scaled to this cell's {points:g} points: {score:g})\n"
     return [
         new_output("stream", name="stdout", text=text),

@@ -11,13 +11,14 @@ from pathlib import Path
 import nbgrader
 from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells
+from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells, SaveAutoGrades
 
 from sdpa_course.assignment import NOTEBOOK
 from sdpa_course.nbgrader_ext import student_html
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
 from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
 from sdpa_course.nbgrader_ext.export import KitCsvExport
+from sdpa_course.nbgrader_ext.extra_credit import SaveExtraCredit
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 from sdpa_course.nbgrader_ext.feedback_view import FeedbackView, GetGradesWithPending
 from sdpa_course.nbgrader_ext.redact import RedactFeedback
@@ -45,10 +46,14 @@ def configure_release(c) -> None:
 def configure_grading(c) -> None:
     """Settings for autograde and feedback: the kit's engine in place of nbgrader's kernel."""
     # nbgrader's autograde pipeline, in its own order, with the engine in Execute's slot:
-    # the scores must be in the cells before SaveAutoGrades reads them.
+    # the scores must be in the cells before SaveAutoGrades reads them. SaveExtraCredit comes
+    # right after SaveAutoGrades, whose grade rows it completes.
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
     c.Autograde.autograde_preprocessors = [
-        EngineGrades if step is Execute else step for step in steps
+        replaced
+        for step in steps
+        for replaced in ([EngineGrades] if step is Execute
+                         else [step, SaveExtraCredit] if step is SaveAutoGrades else [step])
     ]
     # A deleted graded cell comes back (and is scored) instead of silently keeping no grade;
     # nbgrader's own way of putting it back fails on this notebook (see restore_cells).

@@ -6,13 +6,15 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   each test, and each diagnosis with its meaning and the students who have it (to invite them
   to a help session); hand grading (written answers marked and pending, and where to mark
   them); failed submissions with their reasons; late submissions;
-- `scores.csv`: one row per student: status, automatic score, each exercise's score and its
+- `scores.csv`: one row per student: status, automatic score, the extra credit of the
+  optional exercise 4 (never counted in the score or its maximum), each exercise's score and its
   diagnoses (one column per exercise), the hand-graded answers (score or `pending`), the late
   penalty and the reason of a failure (never a 0 for a student who could not be graded);
 - `diagnoses.csv`: one row per (student, exercise, code), with the code's meaning;
 - `grades.csv`: the export for an LMS upload: every student (graded, failed, missing), the
-  automatic and hand points, the late penalty and the total (empty, with the reason, for a
-  student without one).
+  automatic points, the extra credit, the hand points, the late penalty and the total (extra
+  credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
+  without one).
 
 Plain data in: the students' records, the gradebook's hand marks (`marks`, see
 `grading.hand_marks`) and the students nbgrader knows who submitted nothing (`missing`).
@@ -96,8 +98,10 @@ def totals(record: dict, marks: dict[str, dict]) -> dict:
     hand_max = sum(m["max_score"] for m in written.values())
     pending = [name for name, m in written.items() if m["score"] is None]
     penalty = float((marks.get(record["student"]) or {}).get("late_penalty") or 0.0)
-    total = max(0.0, record["score"] + hand - penalty)
+    extra = float(record.get("extra_credit") or 0.0)  # exercise 4: on top, never in the max
+    total = max(0.0, record["score"] + extra + hand - penalty)
     return {"auto": points(record["score"]), "auto_max": points(record["max_score"]),
+            "extra_credit": points(extra),
             "hand": points(hand), "hand_max": points(hand_max), "pending": pending,
             "penalty": points(penalty), "total": points(total),
             "max_total": points(record["max_score"] + hand_max)}
@@ -112,7 +116,7 @@ def write_scores_csv(records: dict[str, dict], marks: dict[str, dict], path: Pat
     written = written_names(marks)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["student", "status", "score", "max_score", *exercises,
+        writer.writerow(["student", "status", "score", "max_score", "extra_credit", *exercises,
                          *(f"{ex} diagnoses" for ex in exercises), *written,
                          "late_penalty", "reason"])
         for student, record in sorted(records.items()):
@@ -129,6 +133,7 @@ def write_scores_csv(records: dict[str, dict], marks: dict[str, dict], path: Pat
                 student, record["status"],
                 points(record["score"]) if graded else "",
                 points(record["max_score"]) if graded else "",
+                points(record.get("extra_credit") or 0.0) if graded else "",
                 *per_exercise, *codes, *hand,
                 points(penalty) if graded and penalty is not None else "", reason,
             ]))
@@ -150,23 +155,24 @@ def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: 
     """One row per student for an LMS: never a silent 0 (failed and missing say why)."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["student_id", "status", "auto_score", "auto_max", "hand_score",
-                         "hand_max", "hand_pending", "late_penalty", "total", "max_total",
-                         "reason"])
+        writer.writerow(["student_id", "status", "auto_score", "auto_max", "extra_credit",
+                         "hand_score", "hand_max", "hand_pending", "late_penalty", "total",
+                         "max_total", "reason"])
         for student, record in sorted(records.items()):
             if record["status"] == GRADED:
                 t = totals(record, marks)
                 reason = ("hand grading pending: " + ", ".join(t["pending"])
                           if t["pending"] else "")
                 writer.writerow(_text_row([
-                    student, GRADED, t["auto"], t["auto_max"], t["hand"], t["hand_max"],
+                    student, GRADED, t["auto"], t["auto_max"], t["extra_credit"], t["hand"],
+                    t["hand_max"],
                     "yes" if t["pending"] else "no", t["penalty"], t["total"], t["max_total"],
                     reason]))
             else:
-                writer.writerow(_text_row([student, FAILED, "", "", "", "", "", "", "", "",
+                writer.writerow(_text_row([student, FAILED, "", "", "", "", "", "", "", "", "",
                                            record.get("error") or "could not be graded"]))
         for student in sorted(missing):
-            writer.writerow(_text_row([student, MISSING, "", "", "", "", "", "", "", "",
+            writer.writerow(_text_row([student, MISSING, "", "", "", "", "", "", "", "", "",
                                        "no submission"]))
 
 

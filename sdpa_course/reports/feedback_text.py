@@ -53,7 +53,11 @@ def diagnosis_line(code: str, exercise: str | None = None) -> str:
 def exercise_text(exercise: str, result: dict) -> str:
     """The plain-text message shown under a graded cell (its stdout)."""
     title = exercise_heading(exercise)
-    lines = [f"{title}: {points(result['score'])} / {points(result['max_score'])} points"]
+    if result.get("attempted") is False:
+        return f"{title}: not attempted. It is optional extra credit, and costs nothing.\n"
+    extra = " of extra credit" if result.get("extra_credit") else ""
+    lines = [f"{title}: {points(result['score'])} / {points(result['max_score'])} points"
+             + extra]
     diagnoses = result.get("diagnoses") or []
     if diagnoses:
         lines.append("What the grader noticed:")
@@ -89,6 +93,7 @@ def exercise_view(exercise: str, result: dict, cells: list[dict] = ()) -> dict:
         "score": points(result.get("score", 0)),
         "max_score": points(result.get("max_score", 0)),
         "full_marks": float(result.get("score", 0)) >= float(result.get("max_score", 0)),
+        "extra_credit": bool(result.get("extra_credit")),  # optional: on top of the grade
         "tests": tests,
         "diagnoses": [diagnosis_view(code, exercise) for code in result.get("diagnoses") or []],
         "cells": [
@@ -107,13 +112,18 @@ def summary_view(report: dict, written: list[dict], late_penalty: float = 0.0) -
     """
     rows = []
     for exercise, result in (report.get("exercises") or {}).items():
+        score, note = f"{points(result['score'])} / {points(result['max_score'])}", ""
+        if result.get("extra_credit"):  # the optional exercise: only ever adds to the grade
+            score, note = ((score, "extra credit, added on top of your grade")
+                           if result.get("attempted") is not False
+                           else ("not attempted", "optional extra credit: costs nothing"))
         rows.append({
             "what": exercise_heading(exercise),
             "anchor": f"results-{exercise}",
-            "score": f"{points(result['score'])} / {points(result['max_score'])}",
+            "score": score,
             "diagnoses": [diagnosis_view(code, exercise) for code in result.get("diagnoses")
                           or []],
-            "note": "",
+            "note": note,
         })
     hand_total, hand_max, pending = 0.0, 0.0, 0.0
     for answer in written:
@@ -130,10 +140,12 @@ def summary_view(report: dict, written: list[dict], late_penalty: float = 0.0) -
                      "anchor": f"written-{answer['name']}", "score": score, "diagnoses": [],
                      "note": note, "comment": answer.get("comment") or ""})
     auto, auto_max = float(report.get("score", 0)), float(report.get("max_score", 0))
-    total = auto + hand_total - float(late_penalty or 0)
+    extra = float(report.get("extra_credit") or 0)  # on top, as nbgrader's gradebook adds it
+    total = auto + extra + hand_total - float(late_penalty or 0)
     return {
         "rows": rows,
         "auto": f"{points(auto)} / {points(auto_max)}",
+        "extra_credit": points(extra) if extra else "",
         "total": f"{points(max(total, 0.0))} / {points(auto_max + hand_max)}",
         "pending": points(pending) if pending else "",
         "late_penalty": points(late_penalty) if late_penalty else "",

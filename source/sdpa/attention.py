@@ -24,8 +24,10 @@
 # 1. compute attention by hand for one query and two keys (**Exercise 1**, 3 points),
 # 2. see why the scores are divided by $\sqrt{d_k}$, in numbers and in gradients
 #    (**Exercise 2**, 6 points + 2 points for a written answer),
-# 3. implement attention with a causal mask and look at the weights it produces
-#    (**Exercise 3**, 11 points).
+# 3. implement attention with a causal mask, write two checks of the weights it produces, and
+#    look at them (**Exercise 3**, 11 points),
+# 4. optionally, compute attention block by block without ever building the weight matrix
+#    (**Exercise 4**, up to 4 points of extra credit, which can only add to your grade).
 #
 # **How this notebook works.** Write your answers in the cells that say `YOUR CODE HERE` or
 # `YOUR ANSWER HERE`. After each part there is a *self-check* cell: run it for a quick,
@@ -37,6 +39,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import sys
+import tracemalloc  # Exercise 4's self-check measures memory the way the grader does
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -182,6 +185,11 @@ print("Exercise 1 is graded when you submit; the self-check above is only a firs
 # $d_k$**: its standard deviation grows like $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the
 # scores back to unit variance, whatever the head dimension. The cell below checks this by
 # sampling.
+#
+# The assumption is about **initialisation**: freshly initialised projections give queries and
+# keys with roughly unit-variance components. Training is free to change their scale later; the
+# fixed factor $1/\sqrt{d_k}$ makes sure that learning *starts* with soft attention, whatever
+# $d_k$ is.
 
 # %%
 def _show_score_spread(samples=2_000):
@@ -201,14 +209,22 @@ _show_score_spread()
 # Why does the size of the scores matter? The softmax only cares about *differences* between
 # scores, and large differences drive it towards a one-hot vector: nearly all the weight goes
 # to the top score. In that *saturated* regime the softmax is almost flat, so its gradients
-# are tiny and the losing keys stop learning.
+# are tiny, and not only the losing keys' ones. With two keys,
+#
+# $$\frac{\partial w_1}{\partial s_1} = \frac{\partial w_2}{\partial s_2} = w_1 w_2, \qquad
+#   \frac{\partial w_1}{\partial s_2} = \frac{\partial w_2}{\partial s_1} = -w_1 w_2,$$
+#
+# so when $w_1 \approx 1$ and $w_2 \approx 0$ every one of these derivatives is tiny: the
+# winning key's score, the losing key's score, and the query that produced both scores all get
+# almost no gradient. Saturation starves the winner and the query just as much as the loser.
 #
 # Put numbers on it with $d_k = 64$, a typical head dimension, where the scores have standard
 # deviation $\sqrt{64} = 8$. Take two keys whose raw scores differ by one standard deviation,
 # a gap of 8, and change nothing else:
 #
 # * **Unscaled**, $\mathrm{softmax}(8, 0)$ gives the larger key weight **0.9997**. The
-#   smaller key gets 0.0003: one-hot in all but name, and its gradient is starved.
+#   smaller key gets 0.0003: one-hot in all but name, and every gradient through this softmax
+#   is starved ($w_1 w_2 \approx 0.0003$).
 # * **Scaled** by $1/\sqrt{64} = 1/8$, the gap becomes 1 and $\mathrm{softmax}(1, 0)$ gives
 #   the larger key **0.731**. The attention stays soft and both keys receive gradient.
 #
@@ -403,21 +419,40 @@ _report("Exercise 2(b)", _ex2_number_problems())
 # ### BEGIN SOLUTION
 # **Model answer.** Without scaling, a gap of 8 between the scores saturates the softmax: the
 # larger key takes 0.9997 of the weight, and the smaller key's weight barely reacts to its own
-# score (its slope is about 0.0003, since the slope is $w(1-w)$ with $w \approx 0.0003$), so
-# almost no gradient reaches it and it cannot learn to matter. Dividing by
-# $\sqrt{d_k} = 8$ shrinks the gap to 1, where the softmax is still soft (0.731 against 0.269)
-# and the slope is about 0.197, several hundred times larger, so both keys keep receiving
-# gradient. The ranking of the keys is unchanged; only the saturation goes away.
+# score (its slope is $w(1-w) \approx 0.000335$ with $w \approx 0.0003$), so almost no gradient
+# reaches it and it cannot learn to matter. Dividing by $\sqrt{d_k} = 8$ shrinks the gap to 1,
+# where the softmax is still soft (0.731 against 0.269) and the slope is about 0.197: 586 times
+# larger, with respect to the scaled score that goes into the softmax. The gradient that
+# reaches the raw score $q \cdot k$, and through it $W_Q$ and $W_K$, carries the scale's further
+# factor $1/8$: 0.0246 against 0.000335, still about 73 times larger. Either way both keys keep
+# receiving gradient. The ranking of the keys is unchanged; only the saturation goes away.
 #
-# **Mark scheme (2 points).**
-# * 1 point: says that unscaled scores (large, with variance $d_k$) push the softmax into
-#   saturation, nearly one-hot, so the smaller key's weight has a near-zero gradient; quoting
-#   the numbers (0.9997 and a slope of about 3e-4) or an equivalent argument.
-# * 1 point: says that dividing by $\sqrt{d_k}$ brings the gap back to unit scale, so the
-#   softmax stays soft (0.731) and the gradient to the smaller key is much larger (about 0.197);
-#   a comparison of the two gradients earns this point.
-# * No credit for "scaling makes the numbers smaller" without linking it to saturation or to
-#   the gradient. Half a point each may be given for a correct idea stated without numbers.
+# **Mark scheme (2 points).** Whole points only; read the answer for these two ideas:
+# (i) *saturation*: unscaled, the gap of 8 makes the softmax nearly one-hot (0.9997), and
+# (ii) *gradient*: where it is saturated the smaller key's weight has a near-zero slope
+# ($w(1-w) \approx 0.0003$), while scaled (gap 1, 0.731) the slope is hundreds of times larger.
+#
+# * **2 points**: both (i) and (ii), linked: saturation is *why* the gradient vanishes, and
+#   scaling removes the saturation. Numbers are welcome but not required if the two slopes
+#   are compared in words.
+# * **1 point**: only one of them: saturation (one-hot, "the other key is ignored") with
+#   nothing about the gradient, or "the gradient is larger when scaled" with no reason given.
+# * **0 points**: neither, e.g. "scaling makes the numbers smaller" with no link to saturation
+#   or to the gradient. **"Scaling prevents overflow" earns nothing**: overflow of `exp` is
+#   prevented by subtracting each row's maximum (Exercise 2(a)); a gap of 8 overflows nothing.
+#
+# Three sample answers and their marks:
+#
+# * *"Unscaled, softmax(8, 0) = (0.9997, 0.0003): the softmax is saturated, and the slope
+#   w(1 - w) of the small key's weight is about 0.0003, so almost no gradient reaches it.
+#   Divided by 8 the gap is 1, softmax(1, 0) = (0.731, 0.269), and the slope is 0.197, about
+#   600 times more, so the small key keeps learning."* **2 points**: (i) and (ii), linked.
+# * *"Without scaling the big key gets 0.9997 of the weight, so attention is basically one-hot
+#   and the other key is ignored. With scaling it gets 0.731, so both keys are used."*
+#   **1 point**: saturation (i), but nothing about the gradient (ii).
+# * *"Dividing by sqrt(d_k) keeps the scores small so that exp does not overflow and the
+#   gradients do not explode."* **0 points**: overflow is the max subtraction's job, and the
+#   problem is gradients that vanish, not explode.
 # ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_autograded", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
@@ -456,6 +491,14 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 # In this kit a mask is a boolean array of shape $(n, m)$ in which **`True` means "masked out"**.
 # The causal mask is `True` strictly above the diagonal: position $t$ may always attend to
 # itself.
+#
+# **Careful: other code uses the opposite convention.** PyTorch's
+# `torch.nn.functional.scaled_dot_product_attention` reads a boolean `attn_mask` as
+# `True` = *may attend*, and the Annotated Transformer writes
+# `scores.masked_fill(mask == 0, -1e9)`, so its 1s are the keys kept. Both kinds of mask are
+# boolean arrays of the same shape, so handing one library's mask to the other raises nothing
+# and silently inverts it. Invert it yourself (`~mask`) when you move between them; the kit's
+# reference does exactly this in `sdpa_ref.to_torch_mask`.
 
 # %% [markdown]
 # ---
@@ -470,10 +513,12 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 #
 # $n$ may differ from $m$, and $d_k$ from $d_v$. Do not modify `Q`, `K`, `V` or `mask`. You may
 # use your `softmax` from Exercise 2. (Rows in which every key is masked are not part of this
-# exercise.)
+# exercise, but padding masks make them real, and implementations disagree on them: a `-inf`
+# fill gives NaN, since every score of the row is $-\infty$; the kit's reference returns zero
+# weights; a `-1e9` fill, as in the lesson, spreads the weight uniformly over the masked keys.)
 #
-# Its self-check verifies, among other things, the two structural facts of a causal example:
-# every row of `attn` sums to 1, and the strict upper triangle (the future) is exactly 0.
+# In (c) you will write checks for the two structural facts of a causal example: every row of
+# `attn` sums to 1, and the strict upper triangle (the future) is exactly 0.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention(Q, K, V, mask=None):
@@ -691,6 +736,178 @@ def _ex3_causal_mask_problems():
 
 _report("Exercise 3(b)", _ex3_causal_mask_problems())
 
+# %% [markdown]
+# **(c)** A test is code too, and it can be wrong. Write the two checks of a causal attention
+# matrix `attn` of shape `(T, T)` (row $t$: query position $t$; column $j$: key position $j$),
+# each returning `True` or `False`:
+#
+# * `rows_sum_to_one(attn)`: every row sums to 1, **up to floating-point rounding** (in
+#   float32 or float64);
+# * `future_is_zero(attn)`: every weight strictly above the diagonal (key $j$ later than query
+#   $t$) is **exactly** 0. The diagonal and everything below it may hold any weight.
+#
+# Each function checks its own fact and nothing else, and a matrix holding NaN passes neither.
+# Your checks are graded the way a test is graded: they are handed correct attention matrices
+# (float64 and float32) and broken ones, and each earns its point only if it passes every
+# correct matrix and fails every broken one.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_rows_sum_to_one", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def rows_sum_to_one(attn):
+    """True when every row of attn sums to 1, up to floating-point rounding."""
+    ### BEGIN SOLUTION
+    sums = np.asarray(attn, dtype=np.float64).sum(axis=-1)  # (T,): one sum per query
+    # float32 rounding moves a sum by about 1e-7; a NaN makes the comparison False.
+    return bool(np.all(np.abs(sums - 1.0) <= 1e-5))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_future_is_zero", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def future_is_zero(attn):
+    """True when every weight strictly above the diagonal (the future) is exactly 0."""
+    ### BEGIN SOLUTION
+    weights = np.asarray(attn)  # (T, T)
+    future = np.triu(np.ones(weights.shape, dtype=bool), k=1)  # (T, T): key j after query t
+    return bool(np.all(weights[future] == 0.0))  # exp(-inf) and exp(-1e9) are exactly 0
+    ### END SOLUTION
+
+
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_checks", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 3(c): your checks on matrices whose right answer is known.
+def _ex3_weights(seed, T, dtype, causal=True):
+    """A correct (T, T) attention matrix in dtype; its rows sum to 1 only up to rounding."""
+    rng = np.random.default_rng(seed)
+    Q, K = rng.normal(size=(T, 4)), rng.normal(size=(T, 4))  # (T, 4) each
+    scores = (Q @ K.T / 2.0).astype(dtype)  # (T, T), scaled by 1 / sqrt(4)
+    if causal:
+        scores = np.where(np.arange(T)[None, :] > np.arange(T)[:, None], -np.inf, scores)
+    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (T, T)
+    return exps / exps.sum(axis=-1, keepdims=True)  # (T, T): rows sum to 1 up to rounding
+
+
+def _ex3_verdict(check, attn):
+    """The check's answer as True or False, or a string saying why there is none."""
+    try:
+        answer = check(attn.copy())
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        return f"raised {type(err).__name__}: {err}"
+    if isinstance(answer, (bool, np.bool_)):
+        return bool(answer)
+    if isinstance(answer, np.ndarray) and answer.dtype == bool and answer.size == 1:
+        return bool(answer.reshape(()))
+    return f"returned {type(answer).__name__}, not True or False (use np.all(...))"
+
+
+_EX3_CORRECT = (
+    (_ex3_weights(1, 5, np.float64), "a correct float64 causal attention matrix"),
+    (_ex3_weights(2, 5, np.float32), "a correct float32 causal attention matrix (its rows sum "
+                                     "to 1 only up to rounding)"),
+    (_ex3_weights(3, 32, np.float32), "a correct (32, 32) float32 causal attention matrix"),
+)
+_EX3_BASE = _ex3_weights(4, 6, np.float64)  # (6, 6): the broken matrices start from it
+_EX3_SHORT_ROW, _EX3_LEAK, _EX3_NAN = _EX3_BASE.copy(), _EX3_BASE.copy(), _EX3_BASE.copy()
+_EX3_SHORT_ROW[2] *= 0.99  # row 2 sums to 0.99
+_EX3_LEAK[1, 4], _EX3_LEAK[1, 1] = 1e-6, _EX3_LEAK[1, 1] - 1e-6  # a future key gets 1e-6
+_EX3_NAN[0] = np.nan  # a fully masked row under a -inf fill
+_EX3_BROKEN = {
+    "rows_sum_to_one": (
+        (_EX3_SHORT_ROW, "a matrix whose row 2 sums to 0.99"),
+        (_EX3_BASE.T.copy(), "a transposed causal matrix (its columns sum to 1, not its rows)"),
+        (_EX3_NAN, "a matrix whose first row is NaN"),
+    ),
+    "future_is_zero": (
+        (_EX3_LEAK, "a causal matrix with a weight of 1e-6 on a future key"),
+        (_ex3_weights(5, 6, np.float64, causal=False), "a matrix computed without a mask"),
+        (_EX3_BASE.T.copy(), "a transposed causal matrix (its weights sit above the diagonal)"),
+        (_EX3_NAN, "a matrix whose first row is NaN"),
+    ),
+}
+# Matrices that tell the usual slips apart (see the problems they print below).
+_EX3_DYADIC = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5]])  # sums exactly 1
+_EX3_PAST_ZERO = _EX3_BASE.T.copy()  # (6, 6): zero below the diagonal instead of above
+_EX3_ON_AND_ABOVE_ZERO = np.tril(_EX3_BASE, k=-1)  # (6, 6): zero on and above the diagonal
+_EX3_ON_AND_BELOW_ZERO = np.triu(_EX3_PAST_ZERO, k=1)  # (6, 6): zero on and below it
+
+
+def _ex3_check_problems(name):
+    if name not in globals():
+        return [f"{name} is not defined: run the cell above that defines it first."]
+    check = globals()[name]
+    try:
+        for attn, what in _EX3_CORRECT:
+            verdict = _ex3_verdict(check, attn)
+            if isinstance(verdict, str):
+                return [f"{name} on {what} {verdict}"]
+            if not verdict:
+                return [f"{name} returned False for {what}. " + _ex3_slip(name, check)]
+        for attn, what in _EX3_BROKEN[name]:
+            verdict = _ex3_verdict(check, attn)
+            if isinstance(verdict, str):
+                return [f"{name} on {what} {verdict}"]
+            if verdict:
+                return [f"{name} returned True for {what}: a check must fail on a broken "
+                        "matrix, or it catches nothing."]
+    except NotImplementedError as err:
+        return [f"{name} is not written yet ({err})."]
+    return []
+
+
+def _ex3_slip(name, check):
+    """Why a check fails a correct matrix, when a usual slip explains it."""
+    if name == "rows_sum_to_one":
+        if _ex3_verdict(check, _EX3_DYADIC) is True:
+            return ("It passes rows that sum to exactly 1, so it compares with 1 exactly: a sum "
+                    "of floats is 1 only up to rounding: compare with a tolerance (as "
+                    "np.allclose does), not with == 1.")
+        return "A correct matrix must pass: each row sums to 1 up to rounding."
+    below = _ex3_verdict(check, _EX3_PAST_ZERO)
+    on_and_below = _ex3_verdict(check, _EX3_ON_AND_BELOW_ZERO)
+    slips = []
+    if below is True or on_and_below is True:
+        slips.append("It looks below the diagonal (the past): the future is above it, j > t.")
+    if _ex3_verdict(check, _EX3_ON_AND_ABOVE_ZERO) is True or (
+            on_and_below is True and below is False):
+        slips.append("It wants a zero diagonal, but the diagonal may hold weight: each query "
+                     "attends to itself; only the weights strictly above it must be 0.")
+    return " ".join(slips) or ("A correct causal matrix must pass: only the weights strictly "
+                               "above the diagonal must be 0.")
+
+
+_report("Exercise 3(c)", _ex3_check_problems("rows_sum_to_one")
+        + _ex3_check_problems("future_is_zero"))
+
+# %% [markdown]
+# With your three functions written, the cell below does what the lesson does: it runs your
+# `attention` on a random causal example and applies your two checks to the weights.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_verify", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def _verify_causal_example():
+    rng = np.random.default_rng(0)
+    T, d_k, d_v = 6, 8, 8
+    Q, K, V = rng.normal(size=(T, d_k)), rng.normal(size=(T, d_k)), rng.normal(size=(T, d_v))
+    try:
+        out, attn = attention(Q, K, V, mask=causal_mask(T))  # (T, d_v), (T, T)
+        facts = {"rows_sum_to_one(attn)": rows_sum_to_one(attn),
+                 "future_is_zero(attn)": future_is_zero(attn)}
+    except NotImplementedError as err:
+        print(f"Not yet: {err}. Finish Exercise 3 and run this cell again.")
+        return
+    except Exception as err:
+        print(f"Your code raised {type(err).__name__}: {err}")
+        return
+    print(f"A random causal example, T = {T}: out has shape {np.shape(out)}.")
+    for call, verdict in facts.items():
+        print(f"  {call:<22} -> {verdict}")
+    if all(verdict is True or verdict is np.True_ for verdict in facts.values()):
+        print("Both structural facts hold.")
+    else:
+        print("A fact does not hold: your attention or your check is wrong (the self-checks "
+              "above say which).")
+
+
+_verify_causal_example()
+
 # %% nbgrader={"grade": true, "grade_id": "ex3_autograded", "locked": true, "points": 11, "schema_version": 3, "solution": false, "task": false}
 # Exercise 3 is graded by the kit's autograder when you submit (11 points).
 print("Exercise 3 is graded when you submit; the self-checks above are only a first look.")
@@ -706,12 +923,12 @@ print("Exercise 3 is graded when you submit; the self-checks above are only a fi
 # %% nbgrader={"grade": false, "grade_id": "ex3_heatmap", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _draw_causal_attention():
     rng = np.random.default_rng(0)
-    T, d_model, d_k = 8, 16, 8
+    T, d_model, d_k, d_v = 8, 16, 8, 4
     X = rng.normal(size=(T, d_model))  # (T, d_model): one embedding per token
     W_q = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_k)
     W_k = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_k)
-    W_v = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)  # (d_model, d_v)
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k) each
+    W_v = rng.normal(size=(d_model, d_v)) / np.sqrt(d_model)  # (d_model, d_v)
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k), (T, d_k), (T, d_v)
     try:
         _, attn = attention(Q, K, V, mask=causal_mask(T))
     except NotImplementedError as err:
@@ -771,6 +988,205 @@ _show_attention_memory()
 # on-chip memory, keeping a running softmax so that the full $T \times T$ matrix is never
 # written out. The arithmetic is still $O(T^2 d)$; linear-attention variants change the
 # operation itself to avoid it.
+
+# %% [markdown]
+# ---
+# ## Exercise 4: blockwise attention, online softmax (optional, 4 points extra credit)
 #
+# *Optional.* What you earn here is **extra credit**: it is added on top of your grade and can
+# never lower it, and leaving this exercise alone costs nothing.
+#
+# Blockwise attention keeps only one block of the weights at a time. With blocks of 64 keys:
+#
+# | $T$ | one $(T, T)$ float32 matrix | one $(T, 64)$ block of it |
+# |---:|---:|---:|
+# | 1,024 | 4 MiB | 256 KiB |
+# | 4,096 | 64 MiB | 1 MiB |
+# | 16,384 | 1 GiB | 4 MiB |
+# | 65,536 | 16 GiB | 16 MiB |
+#
+# The trick is an **online softmax**. Take the keys `block` at a time and keep, for every
+# query, three running quantities: the largest score seen so far $m$, the sum of the weights
+# so far $\ell = \sum_j e^{s_j - m}$, and the weighted sum of the values so far
+# $a = \sum_j e^{s_j - m} v_j$. Start from $m = -\infty$, $\ell = 0$, $a = 0$; for each block,
+# with its scaled scores $s_j$,
+#
+# $$m' = \max\big(m, \max_j s_j\big), \qquad
+#   \ell \leftarrow e^{m - m'} \ell + \sum_j e^{s_j - m'}, \qquad
+#   a \leftarrow e^{m - m'} a + \sum_j e^{s_j - m'} v_j, \qquad m \leftarrow m',$$
+#
+# and after the last block, $\text{out} = a / \ell$. The factor $e^{m - m'}$ moves what was
+# summed under the old maximum onto the new one (it is 1 when the maximum did not grow), and
+# the division by $\ell$ happens once, at the end.
+#
+# Write `attention_blockwise(Q, K, V, causal=False, block=64)` that returns `out`, shape
+# `(n, d_v)`: the same as `attention(Q, K, V)[0]`, or with `causal=True` (where $n = m$) the
+# same as `attention(Q, K, V, mask=causal_mask(T))[0]`. There is no `attn` to return: the point
+# is never to build an $(n, m)$ array, neither the scores nor the weights nor a mask. `block`
+# need not divide the number of keys. When graded, your function runs at $T = 2048$ and the
+# memory it allocates is measured: it must stay below a quarter of one $T \times T$ float64
+# matrix (8 MiB).
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_attention_blockwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    """out of attention(Q, K, V) (causal: with the causal mask), keys taken block by block."""
+    ### BEGIN SOLUTION
+    n, m = Q.shape[0], K.shape[0]
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    running_max = np.full(n, -np.inf)  # (n,): the largest score seen so far, per query
+    total = np.zeros(n)  # (n,): sum of exp(score - running_max) so far
+    acc = np.zeros((n, V.shape[-1]))  # (n, d_v): sum of exp(score - running_max) * value
+    queries = np.arange(n)[:, None]  # (n, 1): query positions, for the causal mask
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        scores = Q @ K[start:stop].T * scale  # (n, d_k) @ (d_k, b) -> (n, b)
+        if causal:  # hide the keys after each query
+            future = np.arange(start, stop)[None, :] > queries  # (n, b): key after query
+            scores = np.where(future, -np.inf, scores)  # (n, b)
+        new_max = np.maximum(running_max, scores.max(axis=-1))  # (n,)
+        rescale = np.exp(running_max - new_max)  # (n,): 0 at the first block
+        weights = np.exp(scores - new_max[:, None])  # (n, b): each at most 1
+        total = total * rescale + weights.sum(axis=-1)  # (n,)
+        acc = acc * rescale[:, None] + weights @ V[start:stop]  # (n, b) @ (b, d_v) -> (n, d_v)
+        running_max = new_max
+    return acc / total[:, None]  # (n, d_v): normalised once, at the end
+    ### END SOLUTION
+
+
+# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex4_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Self-check for Exercise 4: your function against itself (any block size must give the same
+# answer), the lesson's numbers, the causal boundary, large scores and memory at T = 2048.
+
+def _ex4_out(*args, **kwargs):
+    """attention_blockwise's answer as a float array, or a string saying what is wrong."""
+    result = attention_blockwise(*args, **kwargs)
+    if isinstance(result, (tuple, list)):
+        return "attention_blockwise should return out alone, not a pair: there is no attn."
+    try:
+        return np.asarray(result, dtype=float)
+    except (TypeError, ValueError):
+        return "attention_blockwise should return an array of numbers."
+
+
+def _ex4_problems():
+    if "attention_blockwise" not in globals():
+        return ["attention_blockwise is not defined: run the cell above first."]
+    rng = np.random.default_rng(11)
+    n, m, d_k, d_v = 5, 11, 4, 3
+    Q, K, V = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
+    try:
+        one_block = _ex4_out(Q, K, V, block=m)  # (n, d_v): every key in one block
+        answers = {block: _ex4_out(Q, K, V, block=block) for block in (1, 3, 5)}
+    except NotImplementedError as err:
+        return [f"attention_blockwise is not written yet ({err})."]
+    except Exception as err:
+        return [f"attention_blockwise raised {type(err).__name__}: {err}"]
+    for answer in (one_block, *answers.values()):
+        if isinstance(answer, str):
+            return [answer]
+        if answer.shape != (n, d_v):
+            return [f"out should have shape (n, d_v) = ({n}, {d_v}); got {answer.shape}."]
+    for block, answer in answers.items():
+        if not np.allclose(answer, one_block, rtol=1e-5, atol=1e-8):
+            return [f"with block = {block} your answer differs from your own answer with every "
+                    "key in one block: when the running maximum grows, rescale both running "
+                    "sums by exp(m - m'), and divide by the total only once, at the end."]
+    return (_ex4_lesson_problems() + _ex4_causal_problems() + _ex4_large_score_problems(Q, K, V)
+            + _ex4_memory_problems())
+
+
+def _ex4_lesson_problems():
+    """d_k = 64, raw scores (0, 8), one key per block: the larger key's weight is 0.731."""
+    q = np.zeros((1, 64))  # (1, d_k)
+    q[0, 0] = 8.0
+    keys = np.zeros((2, 64))  # (2, d_k): q.k1 = 0, q.k2 = 8, so the maximum grows
+    keys[1, 0] = 1.0
+    weights = _ex4_out(q, keys, np.eye(2), block=1)  # (1, 2): with V = I, out is the weights
+    if isinstance(weights, str) or weights.shape != (1, 2):
+        return []
+    if abs(weights[0, 1] - 0.9997) < 1e-4:
+        return ["with d_k = 64 and raw scores (0, 8) the second key's weight is 0.9997, the "
+                "unscaled value: divide the scores by sqrt(d_k)."]
+    if not abs(weights[0, 1] - 0.731) <= 1e-3:
+        return [f"with d_k = 64, raw scores (0, 8) and block = 1, the second key's weight is "
+                f"{weights[0, 1]:.4f}; the lesson gives 0.731."]
+    return []
+
+
+def _ex4_causal_problems():
+    """With V the identity the output is the weight matrix: which keys does each query see?"""
+    T = 9
+    rng = np.random.default_rng(12)
+    Q, K = rng.normal(size=(T, 3)), rng.normal(size=(T, 3))  # (T, 3) each
+    try:
+        with np.errstate(all="ignore"):
+            weights = _ex4_out(Q, K, np.eye(T), causal=True, block=4)  # (T, T)
+    except Exception as err:
+        return [f"attention_blockwise with causal=True raised {type(err).__name__}: {err}"]
+    if isinstance(weights, str) or weights.shape != (T, T):
+        return []
+    with np.errstate(invalid="ignore"):
+        seen = np.isfinite(weights) & (np.abs(weights) > 1e-12)  # (T, T)
+    last = [int(row.sum()) - 1 if row[:int(row.sum())].all() else None for row in seen]
+    if all(t == T - 1 for t in last):
+        return ["with causal=True every query sees every key: hide the keys after it (j > t)."]
+    if None not in last and last != list(range(T)):
+        if all(abs(e - t) <= 1 for t, e in enumerate(last)):
+            return ["with causal=True the boundary is off by one: query t must see keys 0 to t, "
+                    "itself included, and not key t + 1 (look where a block meets the diagonal)."]
+        return ["with causal=True query t must see exactly keys 0 to t."]
+    if None in last:
+        return ["with causal=True query t must see exactly keys 0 to t."]
+    return []
+
+
+def _ex4_large_score_problems(Q, K, V):
+    shift = np.full((Q.shape[0], 1), 40.0), np.full((K.shape[0], 1), 40.0)
+    try:
+        with np.errstate(all="ignore"):
+            large = _ex4_out(np.hstack([Q, shift[0]]), np.hstack([K, shift[1]]), V, block=3)
+    except Exception as err:
+        return [f"attention_blockwise with scores near 800 raised {type(err).__name__}: {err}"]
+    if not isinstance(large, str) and not np.all(np.isfinite(large)):
+        return ["with scores near 800 your output contains inf or NaN: exp overflowed. Subtract "
+                "the running maximum before calling np.exp."]
+    return []
+
+
+def _ex4_memory_problems():
+    """Peak memory of one call at T = 2048, measured the way the grader measures it."""
+    T, limit = 2048, 2048 * 2048 * 8 // 4  # a quarter of one (T, T) float64 matrix: 8 MiB
+    rng = np.random.default_rng(13)
+    Q, K, V = (rng.normal(size=(T, 16)) for _ in range(3))  # (T, 16) each
+    for causal in (False, True):
+        tracing = tracemalloc.is_tracing()
+        if not tracing:
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        try:
+            with np.errstate(all="ignore"):
+                attention_blockwise(Q, K, V, causal=causal, block=64)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        except Exception as err:
+            return [f"attention_blockwise at T = {T} raised {type(err).__name__}: {err}"]
+        finally:
+            if not tracing:
+                tracemalloc.stop()
+        if peak > limit:
+            return [f"at T = {T} (causal={causal}) your function allocated {peak / 2**20:.1f} MiB "
+                    f"at once, more than {limit // 2**20} MiB: it holds a whole (T, T) array "
+                    "(scores, weights or mask). Keep one block at a time."]
+    return []
+
+
+_report("Exercise 4", _ex4_problems())
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_autograded", "locked": true, "points": 0, "schema_version": 3, "solution": false, "task": false}
+# Exercise 4 is optional: what it earns is recorded as extra credit when you submit.
+print("Exercise 4 is graded when you submit, as extra credit; the self-check above is only a "
+      "first look.")
+
+# %% [markdown]
 # **Next:** multi-head attention runs $h$ of these attention heads in parallel, each with its
 # own projections, so that different heads can attend to different representation subspaces.

@@ -29,6 +29,11 @@ def points(value: float) -> str:
     return f"{value:g}"
 
 
+def in_gradebook(record) -> float:
+    """The kit's score as nbgrader shows it: with exercise 4's extra credit added on top."""
+    return record["score"] + (record.get("extra_credit") or 0.0)
+
+
 def hand_graded_points(release) -> float:
     """Points of the cells nbgrader leaves for hand grading (graded, and not code)."""
     return sum(c.metadata["nbgrader"]["points"] for c in release.cells
@@ -55,7 +60,7 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
         frame.locator("#main-table").scroll_into_view_if_needed()
         for student, record in students.items():
             expect(row(frame, "td.id", student).locator("td.score")).to_have_text(
-                f"{points(record['score'])} / {points(record['max_score'] + by_hand)}")
+                f"{points(in_gradebook(record))} / {points(record['max_score'] + by_hand)}")
 
     with steps.step("Manual Grading lists every submission's code score, hand grading pending"):
         go_to(frame, "Manual Grading")
@@ -65,7 +70,7 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
         for student, record in students.items():
             submission = row(frame, "a.name-shown", student)
             expect(submission.locator("td.code-score")).to_have_text(
-                f"{points(record['score'])} / {points(record['max_score'])}")
+                f"{points(in_gradebook(record))} / {points(record['max_score'])}")
             expect(submission.locator("td.written-score")).to_have_text(f"0 / {points(by_hand)}")
             expect(submission.locator("td.needs-manual-grade .glyphicon-ok")).to_have_count(1)
 
@@ -85,7 +90,7 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
         expect(score_box).not_to_have_class("needs_manual_grade")
 
     hand_graded = students[STUDENT_GRADED_BY_HAND]
-    total = hand_graded["score"] + HAND_SCORE
+    total = in_gradebook(hand_graded) + HAND_SCORE
     with steps.step("the submission list shows the hand score, nothing left to grade"):
         go_to(frame, NOTEBOOK)  # the page's breadcrumb back to the notebook's submissions
         frame.locator("#main-table").scroll_into_view_if_needed()
@@ -112,4 +117,4 @@ def test_an_instructor_sees_the_kit_grades_in_formgrader_and_a_hand_score_reache
             assert exported[student]["assignment"] == ASSIGNMENT
             assert float(exported[student]["max_score"]) == record["max_score"] + by_hand
             if student != STUDENT_GRADED_BY_HAND:
-                assert float(exported[student]["score"]) == pytest.approx(record["score"])
+                assert float(exported[student]["score"]) == pytest.approx(in_gradebook(record))

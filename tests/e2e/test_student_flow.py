@@ -31,6 +31,8 @@ SELF_CHECKS = {  # grade_id of the self-check cell -> the exercise its message n
     "ex2_selfcheck_numbers": "Exercise 2(b)",
     "ex3_selfcheck_attention": "Exercise 3(a)",
     "ex3_selfcheck_causal_mask": "Exercise 3(b)",
+    "ex3_selfcheck_checks": "Exercise 3(c)",
+    "ex4_selfcheck": "Exercise 4",
 }
 # What each self-check says about the untouched release, the stubs still in place.
 UNANSWERED = {
@@ -40,6 +42,10 @@ UNANSWERED = {
     "ex3_selfcheck_attention": "attention is not written yet (Exercise 3: write attention() here).",
     "ex3_selfcheck_causal_mask":
         "causal_mask is not written yet (Exercise 3: write causal_mask() here).",
+    "ex3_selfcheck_checks":
+        "rows_sum_to_one is not written yet (Exercise 3: write rows_sum_to_one() here).",
+    "ex4_selfcheck": "attention_blockwise is not written yet (Exercise 4: write "
+                     "attention_blockwise() here).",
 }
 LOCKED_TO_TRY = ("setup", "ex1_autograded")  # one visible locked cell of each kind
 WRITTEN_ANSWER = (
@@ -160,3 +166,4 @@ def test_a_student_completes_the_release_in_jupyterlab_and_earns_every_point(
             ["sdpa-course", "check", str(graded_course.student_copy), "--json"],
             cwd=graded_course.root))
         assert (report["score"], report["max_score"]) == (20.0, 20.0), report
+        assert report["extra_credit"] == 4.0, report  # the optional exercise 4, typed too

@@ -1,0 +1,172 @@
+"""Exercise 4: why `attention_blockwise` is wrong, found by probing it.
+
+- Values: the student's output on two probes without the mask (the scores rise from block to
+  block, so the running maximum moves at every block) is matched against models of the
+  online softmax with one step changed: the running sums not rescaled when the maximum grows
+  (`blockwise-no-rescale`), the normaliser applied per block (`blockwise-per-block-normaliser`),
+  the scale missing or wrong (`no-scaling`, `wrong-scale`). The simplest model that fits
+  names the mistake.
+- The causal boundary: with V the identity, the output *is* the weight matrix, so the keys
+  each query sees can be read off it. Every query seeing keys 0 to t - 1 or 0 to t + 1 where
+  it should see 0 to t, at some queries at least (at every diagonal, or only where a block
+  starts), is `blockwise-causal-off-by-one`; every key seen by every query is `mask-ignored`.
+- Large scores giving NaN or inf where moderate ones did not: `unstable-softmax`.
+- Memory: a call at T = 2048 that allocates more than a quarter of a T x T float64 matrix,
+  the memory test's limit, holds a whole (T, T) array at once (`blockwise-quadratic-memory`).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from itertools import product
+
+import numpy as np
+
+from autograder.compare import BLOCKWISE_MEMORY, BLOCKWISE_MEMORY_T, FLOAT_RESULTS, numbers
+from autograder.diagnoses.probe import Prober
+
+# How each variant of the online softmax departs from the right one, and its code.
+RESCALES = {"both": "", "neither": "blockwise-no-rescale", "sum only": "blockwise-no-rescale",
+            "output only": "blockwise-no-rescale"}
+NORMALISERS = {"at the end": "", "inside the loop": "blockwise-per-block-normaliser",
+               "sum of blocks": "blockwise-per-block-normaliser",
+               "mean of blocks": "blockwise-per-block-normaliser"}
+SCALES = {"sqrt(d_k)": "", "none": "no-scaling", "d_k": "wrong-scale"}
+
+
+def blockwise_model(Q, K, V, block, *, rescale="both", normaliser="at the end",
+                    scale="sqrt(d_k)"):
+    """out of a blockwise attention without a mask, with the named steps (right by default)."""
+    (n, d_k), (m, d_v) = Q.shape, V.shape
+    factor = {"sqrt(d_k)": 1 / math.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k}[scale]
+    running_max = np.full(n, -np.inf)  # (n,)
+    total = np.zeros(n)  # (n,) running sum of the weights
+    acc = np.zeros((n, d_v))  # (n, d_v) running weights @ V
+    per_block = []  # each block's own softmax @ V, for the per-block normalisers
+    for k0 in range(0, m, block):
+        scores = Q @ K[k0:k0 + block].T * factor  # (n, d_k) @ (d_k, b) -> (n, b)
+        new_max = np.maximum(running_max, scores.max(axis=-1))  # (n,)
+        weights = np.exp(scores - new_max[:, None])  # (n, b)
+        per_block.append(weights @ V[k0:k0 + block] / weights.sum(axis=-1, keepdims=True))
+        shrink = np.exp(running_max - new_max)  # (n,), 0 at the first block
+        total = total * (shrink if rescale in ("both", "sum only") else 1.0)
+        total = total + weights.sum(axis=-1)
+        acc = acc * (shrink[:, None] if rescale in ("both", "output only") else 1.0)
+        acc = acc + weights @ V[k0:k0 + block]  # (n, b) @ (b, d_v) -> (n, d_v)
+        if normaliser == "inside the loop":
+            acc = acc / total[:, None]
+        running_max = new_max
+    if normaliser == "sum of blocks":
+        return np.sum(per_block, axis=0)  # (n, d_v)
+    if normaliser == "mean of blocks":
+        return np.mean(per_block, axis=0)  # (n, d_v)
+    return acc if normaliser == "inside the loop" else acc / total[:, None]  # (n, d_v)
+
+
+@cache
+def _models():
+    """(deviations, codes, keyword arguments) of every variant, the simplest first."""
+    found = []
+    for rescale, normaliser, scale in product(RESCALES, NORMALISERS, SCALES):
+        if normaliser in ("sum of blocks", "mean of blocks") and rescale != "both":
+            continue  # these never carry sums from block to block: rescaling is moot
+        codes = {RESCALES[rescale], NORMALISERS[normaliser], SCALES[scale]} - {""}
+        found.append((len(codes), frozenset(codes),
+                      {"rescale": rescale, "normaliser": normaliser, "scale": scale}))
+    return tuple(sorted(found, key=lambda model: model[0]))
+
+
+def _rising_inputs(seed, n, m, d_k, d_v):
+    """Inputs whose scores rise from key to key: the running maximum moves at every block."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
+    Q[:, 0] = 2.0
+    K[:, 0] = np.linspace(0.0, 3.0, m)  # each query's scores grow by 6 / sqrt(d_k) overall
+    return Q, K, V
+
+
+VALUE_PROBES = ((_rising_inputs(941, n=5, m=13, d_k=4, d_v=3), 4),
+                (_rising_inputs(942, n=4, m=11, d_k=3, d_v=2), 3))
+CAUSAL_T, CAUSAL_BLOCK = 11, 4
+
+
+def _answer(prober, Q, K, V, **kwargs):
+    answer = prober.call("attention_blockwise", Q, K, V, **kwargs)
+    return numbers(answer.value) if answer.ok else None
+
+
+def diagnose(student) -> set[str]:
+    prober = Prober(student)
+    if not student.has("attention_blockwise"):
+        return set()
+    return (_value_codes(prober) | _causal_codes(prober) | _stability_codes(prober)
+            | _memory_codes(prober))
+
+
+def _value_codes(prober) -> set[str]:
+    answers = [_answer(prober, *inputs, causal=False, block=block)
+               for inputs, block in VALUE_PROBES]
+    if any(a is None for a in answers):
+        return set()
+    found, depth = [], None
+    for deviations, codes, kwargs in _models():
+        if depth is not None and deviations > depth:
+            break
+        if all(a.shape == (inputs[0].shape[0], inputs[2].shape[1])
+               and bool(np.all(np.isfinite(a)))
+               and FLOAT_RESULTS.ratio(a, blockwise_model(*inputs, block, **kwargs)) <= 1
+               for a, (inputs, block) in zip(answers, VALUE_PROBES, strict=True)):
+            found.append(codes)
+            depth = deviations
+    return set(frozenset.intersection(*found)) if found else set()
+
+
+def _causal_codes(prober) -> set[str]:
+    """Which keys each query sees, read off the output when V is the identity."""
+    T = CAUSAL_T
+    rng = np.random.default_rng(943)
+    Q, K = rng.normal(size=(T, 3)), rng.normal(size=(T, 3))  # (T, 3) each
+    weights = _answer(prober, Q, K, np.eye(T), causal=True, block=CAUSAL_BLOCK)  # (T, T)
+    if weights is None or weights.shape != (T, T):
+        return set()
+    with np.errstate(invalid="ignore"):
+        seen = np.isfinite(weights) & (np.abs(weights) > 1e-12)  # (T, T)
+    last_seen = []
+    for row in seen:
+        count = int(row.sum())
+        if not row[:count].all():
+            return set()  # not a prefix of the keys: some other mistake
+        last_seen.append(count - 1)  # -1 when the query sees nothing (NaN or zeros)
+    offsets = np.array(last_seen) - np.arange(T)  # (T,) 0 where the boundary is right
+    if np.all(np.array(last_seen) == T - 1):
+        return {"mask-ignored"}
+    if np.any(offsets != 0) and np.all(np.abs(offsets) <= 1):
+        return {"blockwise-causal-off-by-one"}
+    return set()
+
+
+def _stability_codes(prober) -> set[str]:
+    """Scores near 800 give NaN, inf or a crash where the same scores near 0 did not."""
+    Q, K, V = VALUE_PROBES[0][0]
+    moderate = _answer(prober, Q, K, V, causal=False, block=4)
+    if moderate is None or not np.all(np.isfinite(moderate)):
+        return set()
+    Q, K = Q.copy(), K.copy()
+    Q[:, 1] += 40.0  # every scaled score gains about 800 (1600 / sqrt(d_k)), and more
+    K[:, 1] += 40.0
+    large = _answer(prober, Q, K, V, causal=False, block=4)
+    return {"unstable-softmax"} if large is None or not np.all(np.isfinite(large)) else set()
+
+
+def _memory_codes(prober) -> set[str]:
+    """The memory test's measure, on inputs of its own: over the limit either way."""
+    rng = np.random.default_rng(944)
+    T = BLOCKWISE_MEMORY_T
+    Q, K, V = (rng.normal(size=(T, 16)) for _ in range(3))  # (T, 16) each
+    for causal in (False, True):
+        answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=causal,
+                                              block=64)
+        if answer.ok and answer.value[1] is not None and answer.value[1] > BLOCKWISE_MEMORY:
+            return {"blockwise-quadratic-memory"}
+    return set()

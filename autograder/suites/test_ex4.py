@@ -1,0 +1,223 @@
+"""Exercise 4 (optional, extra credit): `attention_blockwise(Q, K, V, causal=False, block=64)`.
+
+The keys are processed `block` at a time with an online (running-max) softmax, so the (n, m)
+score matrix is never built. Each test checks one property:
+
+- the value tests compare `out` with both references, `sdpa_ref.attention` and
+  `sdpa_ref.flash_attention`: without the causal mask (n != m, d_k != d_v), with it, in
+  float32, and for block sizes that do or do not divide the number of keys (1, 7, m, more
+  than m, the default). Only the causal test uses the mask, so that a causal slip costs only
+  that test, and every input has more keys than a block, so that the running max must move;
+- the stability test compares the student's answer at scores near 800 with the same
+  student's answer at scores lower by one constant (the online softmax's running max is
+  what makes that work);
+- the memory test runs the function at T = 2048 in the sandbox under tracemalloc, which sees
+  numpy's array buffers, without and with the causal mask: the peak memory the call allocates
+  must stay below a quarter of one T x T float64 matrix. Any answer that is a function of the
+  queries counts (finite, rows not all equal), so that a value mistake costs only the value
+  tests, while a function that computes nothing earns nothing here either.
+
+Points: 0.75 + 0.75 (without and with the mask), 0.5 float32, 0.5 block sizes, 0.5 stable,
+1 memory: 4 points of extra credit, never part of the grade's maximum.
+"""
+
+import numpy as np
+import pytest
+
+import sdpa_ref
+from autograder.compare import (
+    BLOCKWISE_MEMORY,
+    BLOCKWISE_MEMORY_T,
+    LARGE_SCORES,
+    Mismatch,
+    as_array,
+    expect_close,
+    expect_shape,
+)
+from autograder.sandbox import StudentRaised
+
+pytestmark = pytest.mark.ex4
+
+
+def make_inputs(seed, n, m, d_k, d_v, dtype=np.float64):
+    """Q (n, d_k), K (m, d_k), V (m, d_v), entries O(1)."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
+    return Q.astype(dtype), K.astype(dtype), V.astype(dtype)
+
+
+# The hidden inputs of the value tests: (Q, K, V, causal, block), blocks that do not divide m.
+# tests/test_tolerances.py measures every corpus submission's error on them.
+WITHOUT_MASK = (*make_inputs(401, n=9, m=23, d_k=5, d_v=3), False, 4)
+WITH_CAUSAL_MASK = (*make_inputs(402, n=22, m=22, d_k=4, d_v=3), True, 5)
+FLOAT32 = (*make_inputs(403, n=7, m=19, d_k=6, d_v=4, dtype=np.float32), False, 6)
+# (inputs, block) per call; block None: the function's own default (64), 150 = 2 * 64 + 22.
+BLOCK_SIZES = (
+    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 1),
+    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 7),
+    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 12),
+    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 100),
+    (make_inputs(405, n=5, m=150, d_k=4, d_v=3), None),
+)
+REFERENCE_INPUTS = {
+    "blockwise_matches_attention_without_mask": (WITHOUT_MASK,),
+    "blockwise_matches_attention_with_causal_mask": (WITH_CAUSAL_MASK,),
+    "blockwise_matches_attention_in_float32": (FLOAT32,),
+    "blockwise_matches_attention_for_any_block_size": tuple(
+        (*inputs, False, block) for inputs, block in BLOCK_SIZES),
+}
+
+MEMORY_T = BLOCKWISE_MEMORY_T  # the sequence length of the memory test (n = m = T)
+MEMORY_D = 16  # d_k = d_v: the (T, d) inputs and output are small beside a (T, T) matrix
+# A quarter of one T x T float64 matrix (autograder/compare.py says why).
+MEMORY_LIMIT_BYTES = BLOCKWISE_MEMORY
+
+
+def expected_output(Q, K, V, causal):
+    """The two references' out, in float64 whatever the inputs' type (float32 inputs hold
+    exact float64 values); they agree to rounding (tests/test_ref_flash.py)."""
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    mask = sdpa_ref.causal_mask(Q.shape[0]) if causal else None
+    return (sdpa_ref.attention(Q, K, V, mask)[0],  # (n, d_v)
+            sdpa_ref.flash_attention(Q, K, V, causal=causal, block_q=3, block_k=4))  # (n, d_v)
+
+
+def call_blockwise(student, Q, K, V, causal, block):
+    """The student's answer; a crash says which call it was (sizes only, no secret)."""
+    kwargs = {"causal": causal} | ({} if block is None else {"block": block})
+    try:
+        return student.call("attention_blockwise", Q, K, V, **kwargs)
+    except StudentRaised as err:
+        err.context = _described(Q, K, V, causal, block)
+        raise
+
+
+def _described(Q, K, V, causal, block):
+    (n, d_k), (m, d_v) = Q.shape, V.shape
+    blocks = "the default block" if block is None else f"block = {block}"
+    return (f"with n = {n} queries, m = {m} keys, d_k = {d_k}, d_v = {d_v}, "
+            f"causal = {causal}, {blocks}")
+
+
+def output_of(result, Q, V):
+    """The student's out as numbers, checked for shape (n, d_v)."""
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        raise Mismatch("attention_blockwise returned a pair: return out alone",
+                       "the weights are never built, so there is no attn to return")
+    out = as_array(result, "out")
+    n, d_v = Q.shape[0], V.shape[1]
+    expect_shape(out, (n, d_v), f"out (n, d_v) with n = {n} queries and d_v = {d_v}",
+                 hint="one output row per query")
+    return out
+
+
+_VALUES_HINT = ("each query's output is softmax(q K^T / sqrt(d_k)) V over all its keys: "
+                "rescale the running sums whenever the running maximum grows, and divide by "
+                "the total of the weights once, at the end")
+_CAUSAL_HINT = "query t sees keys 0 to t, itself included, and no key after it"
+
+
+def _expect_matches(student, calls, hint):
+    for Q, K, V, causal, block in calls:
+        out = output_of(call_blockwise(student, Q, K, V, causal, block), Q, V)
+        for expected in expected_output(Q, K, V, causal):
+            expect_close(out, expected, f"out ({_described(Q, K, V, causal, block)})",
+                         hint=hint)
+
+
+@pytest.mark.points(0.75)
+def test_blockwise_matches_attention_without_mask(student):
+    _expect_matches(student, REFERENCE_INPUTS["blockwise_matches_attention_without_mask"],
+                    _VALUES_HINT)
+
+
+@pytest.mark.points(0.75)
+def test_blockwise_matches_attention_with_causal_mask(student):
+    _expect_matches(student, REFERENCE_INPUTS["blockwise_matches_attention_with_causal_mask"],
+                    _CAUSAL_HINT)
+
+
+@pytest.mark.points(0.5)
+def test_blockwise_matches_attention_in_float32(student):
+    _expect_matches(student, REFERENCE_INPUTS["blockwise_matches_attention_in_float32"],
+                    _VALUES_HINT)
+
+
+@pytest.mark.points(0.5)
+def test_blockwise_matches_attention_for_any_block_size(student):
+    _expect_matches(student,
+                    REFERENCE_INPUTS["blockwise_matches_attention_for_any_block_size"],
+                    _VALUES_HINT + "; the last block may be shorter, or the only one")
+
+
+def stability_inputs():
+    """(moderate, large): the same scores up to one constant, about 800 after scaling.
+
+    Q (6, 3) and K (10, 3) get a fourth component, 0 in `moderate` and 40 in `large`, so every
+    scaled score of `large` is that of `moderate` plus 40 * 40 / sqrt(4) = 800.
+    """
+    Q, K, V = make_inputs(406, n=6, m=10, d_k=3, d_v=2)
+    shift_q, shift_k = np.full((6, 1), 40.0), np.full((10, 1), 40.0)  # (6, 1), (10, 1)
+    moderate = (np.hstack([Q, 0 * shift_q]), np.hstack([K, 0 * shift_k]), V)  # d_k = 4
+    large = (np.hstack([Q, shift_q]), np.hstack([K, shift_k]), V)  # d_k = 4
+    return moderate, large
+
+
+@pytest.mark.points(0.5)
+def test_blockwise_is_stable_at_large_scores(student):
+    moderate, large = stability_inputs()
+    first = output_of(call_blockwise(student, *moderate, False, 3), *moderate[::2])
+    if not _computes_something(first):
+        raise Mismatch("out at moderate scores is not an answer (NaN, inf, or the same row "
+                       "for every query)", _VALUES_HINT)
+    got = output_of(call_blockwise(student, *large, False, 3), *large[::2])
+    hint = ("exp overflows above about 709: subtract the running maximum of each query's "
+            "scores before exponentiating")
+    if not np.all(np.isfinite(got)):
+        raise Mismatch("out contains NaN or inf when every score grows by about 800", hint)
+    if LARGE_SCORES.ratio(got, first) > 1:
+        raise Mismatch("out changes when every score grows by the same amount (about 800), "
+                       "which leaves the softmax as it was", hint)
+
+
+def memory_inputs(seed):
+    """Q, K, V of shape (T, d) at T = MEMORY_T, float64."""
+    return make_inputs(seed, n=MEMORY_T, m=MEMORY_T, d_k=MEMORY_D, d_v=MEMORY_D)
+
+
+def _computes_something(out) -> bool:
+    """Most rows finite (a boundary slip may spoil a row or two), and not all the same."""
+    with np.errstate(all="ignore"):
+        rows = np.all(np.isfinite(out), axis=-1)  # (n,)
+        finite = out[rows]  # (finite rows, d_v)
+    return bool(rows.mean() >= 0.9 and np.ptp(finite, axis=0).max(initial=0.0) > 1e-9)
+
+
+@pytest.mark.points(1)
+def test_blockwise_memory_stays_far_below_one_score_matrix(student):
+    limit_mib = MEMORY_LIMIT_BYTES // 2**20
+    matrix_mib = MEMORY_T * MEMORY_T * 8 // 2**20
+    for seed, causal in ((407, False), (408, True)):
+        Q, K, V = memory_inputs(seed)
+        what = (f"attention_blockwise at T = {MEMORY_T} (d_k = d_v = {MEMORY_D}, "
+                f"block = 64, causal = {causal})")
+        try:
+            result, peak = student.call_measuring_memory("attention_blockwise", Q, K, V,
+                                                         causal=causal, block=64)
+        except StudentRaised as err:
+            err.context = f"at T = {MEMORY_T}, causal = {causal}"
+            raise
+        out = output_of(result, Q, V)
+        if not _computes_something(out):
+            raise Mismatch(f"{what} returned no answer to measure (NaN, inf, or the same row "
+                           "for every query)", "the memory test needs a computed output")
+        if peak is None:
+            raise Mismatch(f"the memory of {what} could not be measured: the call stopped "
+                           "Python's tracemalloc", "leave tracemalloc alone")
+        if peak > MEMORY_LIMIT_BYTES:
+            used = -(-peak // 2**20)  # MiB, rounded up
+            raise Mismatch(f"{what} allocated up to {used} MiB at once; the limit is "
+                           f"{limit_mib} MiB, a quarter of one {MEMORY_T} x {MEMORY_T} "
+                           f"float64 matrix ({matrix_mib} MiB)",
+                           "keep only one block of scores (and of the causal mask) at a time, "
+                           "never a whole (T, T) array")
