@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from autograder.check import check_path  # light: it imports the engine once it runs
-from sdpa_course.deferred_imports import defer_iri_grammar
+from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
 
 
@@ -61,7 +61,8 @@ def _grade(args: argparse.Namespace) -> int:
     if sandbox is not None:
         sandbox.start(wait=False)  # the zygote boots while nbgrader is imported
     try:
-        from sdpa_course.grading.grade import grade_class  # deferred: start-up time
+        with collector_paused():
+            from sdpa_course.grading.grade import grade_class  # deferred: start-up time
 
         return grade_class(Path(args.course_dir), workers=args.workers, force=args.force,
                            as_json=args.json, scheduler=args.scheduler, isolation=isolation,
@@ -72,7 +73,8 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _feedback(args: argparse.Namespace) -> int:
-    from sdpa_course.grading.grade import feedback_class  # deferred: start-up time
+    with collector_paused():
+        from sdpa_course.grading.grade import feedback_class  # deferred: start-up time
 
     return feedback_class(Path(args.course_dir), force=args.force)
 

@@ -52,3 +52,21 @@ def test_the_console_script_runs_atexit_handlers_and_flushes_before_its_quick_ex
     assert done.returncode == 2  # check's status for a file it cannot read
     assert done.stdout == "unflushed outputatexit ran\n"
     assert "no such file" in done.stderr
+
+
+def test_imports_with_the_collector_paused_leave_it_as_it_was():
+    import gc
+
+    from sdpa_course.deferred_imports import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
