@@ -25,7 +25,9 @@ cell), and every string in the HTML is escaped.
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
+import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -39,6 +41,7 @@ CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"  # n
 DIAGNOSES_ALT = ("Bars: how many students got each diagnosis, per exercise (the tables below "
                  "give the same numbers)")
 FORMGRADER_PATH = "formgrader/gradebook/{assignment}/{notebook}"
+PICTURES_NOTE = ".pictures.json"  # the data each picture was drawn from
 
 
 def exercise_names(records: dict[str, dict]) -> list[str]:
@@ -191,23 +194,37 @@ def _figure(width: float, height: float):
     return figure
 
 
-def _plot_scores(records: dict[str, dict], path: Path) -> None:
-    exercises = exercise_names(records)
+def score_counts(records: dict[str, dict]) -> list[tuple[str, float, list[list[float]]]]:
+    """(exercise, max score, [[score, students], ...]) per exercise: the histograms' data."""
     graded = [r for r in records.values() if r["status"] == GRADED]
-    columns = max(1, len(exercises))
-    fig = _figure(4 * columns, 3)
-    axes = fig.subplots(1, columns, squeeze=False)
-    for ax, ex in zip(axes[0], exercises, strict=False):
+    histograms = []
+    for ex in exercise_names(records):
         scores = [r["exercises"][ex]["score"] for r in graded if ex in r["exercises"]]
         top = max([r["exercises"][ex]["max_score"] for r in graded if ex in r["exercises"]] or [1])
         counts = Counter(scores)  # one bar per score actually given (half points exist)
-        ax.bar(list(counts), list(counts.values()), width=0.4, color="#4c72b0")
+        histograms.append((ex, top, sorted([score, n] for score, n in counts.items())))
+    return histograms
+
+
+def diagnosis_bars(records: dict[str, dict]) -> list[tuple[str, int]]:
+    """("exercise: code", students) per diagnosis given: the diagnosis chart's data."""
+    return [(f"{ex}: {code}", len(students)) for ex in exercise_names(records)
+            for code, students in students_by_diagnosis(records, ex).items()]
+
+
+def _plot_scores(histograms: list, path: Path) -> None:
+    columns = max(1, len(histograms))
+    fig = _figure(4 * columns, 3)
+    axes = fig.subplots(1, columns, squeeze=False)
+    for ax, (ex, top, counts) in zip(axes[0], histograms, strict=False):
+        ax.bar([score for score, _ in counts], [n for _, n in counts], width=0.4,
+               color="#4c72b0")
         ax.set_xlim(-0.5, top + 0.5)
         ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_title(f"{ex} (max {top:g})")
         ax.set_xlabel("score")
         ax.set_ylabel("students")
-    if not exercises:
+    if not histograms:
         axes[0][0].text(0.5, 0.5, "no graded submissions", ha="center", va="center")
         axes[0][0].set_axis_off()
     # margins for these short labels, in inches: no layout pass (a draw of its own) needed
@@ -216,12 +233,8 @@ def _plot_scores(records: dict[str, dict], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
-def _plot_diagnoses(records: dict[str, dict], path: Path) -> None:
+def _plot_diagnoses(items: list, path: Path) -> None:
     """Students per diagnosis, one bar per (exercise, code)."""
-    items = []
-    for ex in exercise_names(records):
-        for code, students in students_by_diagnosis(records, ex).items():
-            items.append((f"{ex}: {code}", len(students)))
     fig = _figure(7, 0.35 * max(3, len(items)) + 1)
     ax = fig.subplots()
     if items:
@@ -236,6 +249,31 @@ def _plot_diagnoses(records: dict[str, dict], path: Path) -> None:
     ax.set_title("Diagnoses per exercise")
     fig.tight_layout()  # the codes' labels are long and vary: laid out to fit
     fig.savefig(path, dpi=90)
+
+
+def _draw_pictures(pictures: dict[Path, tuple], out_dir: Path) -> None:
+    """Draw each picture (path -> (draw, data)) whose data changed since it was drawn.
+
+    A rerun after hand grading (or `sdpa-course feedback`) changes no score and no
+    diagnosis: it keeps the pictures and never imports matplotlib (a few tenths of a
+    second). What drew them is noted in PICTURES_NOTE, beside them.
+    """
+    note = out_dir / PICTURES_NOTE
+    try:
+        drawn = json.loads(note.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        drawn = {}
+    if not isinstance(drawn, dict):
+        drawn = {}
+    for path, (draw, data) in pictures.items():
+        digest = hashlib.sha256(json.dumps(data).encode()).hexdigest()
+        if path.is_file() and drawn.get(path.name) == digest:
+            continue
+        drawn.pop(path.name, None)
+        note.write_text(json.dumps(drawn), encoding="utf-8")  # no stale claim if it fails
+        draw(data, path)
+        drawn[path.name] = digest
+    note.write_text(json.dumps(drawn), encoding="utf-8")
 
 
 def _e(value) -> str:
@@ -361,8 +399,9 @@ def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str,
     write_scores_csv(records, marks, paths["scores (CSV)"])
     write_diagnoses_csv(records, paths["diagnoses (CSV)"])
     write_grades_csv(records, marks, list(missing), paths["grades for an LMS (CSV)"])
-    _plot_scores(records, paths["score histograms"])
-    _plot_diagnoses(records, paths["diagnosis chart"])
+    _draw_pictures({paths["score histograms"]: (_plot_scores, score_counts(records)),
+                    paths["diagnosis chart"]: (_plot_diagnoses, diagnosis_bars(records))},
+                   out_dir)
     page = _html(records, marks, list(missing), assignment, notebook, note)
     paths["class report"].write_text(page, encoding="utf-8")
     return paths
