@@ -16,6 +16,10 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
   without one).
 
+The pictures (`scores.png`, `diagnoses.png`) are drawn with matplotlib only when what they
+show changed since they were drawn (`.pictures.json` beside them keeps a digest of their
+data): a rerun after hand grading rewrites the rest and keeps them.
+
 Plain data in: the students' records, the gradebook's hand marks (`marks`, see
 `grading.hand_marks`) and the students nbgrader knows who submitted nothing (`missing`).
 Every CSV cell of text goes through `safe_text.for_spreadsheet` (no formula can start a
