@@ -4,8 +4,15 @@ Each subcommand parses its arguments and calls one function; the functions are t
 and what the tests call. This module is the top of the kit: it may import every package of
 `sdpa_course` and `autograder.check`, and nothing imports it.
 
-Each subcommand imports its module only when it runs (deferred for start-up time): nbgrader
-alone takes 2-3 s to import, which `sdpa-course check` and `--help` do without.
+Start-up is time people wait for (`benchmarks/bench_breakdown.py` shows where it goes):
+
+- each subcommand imports its module only when it runs: nbgrader alone takes most of a
+  second to import, which `sdpa-course check` and `--help` do without;
+- `grade` starts the sandbox's zygote (half a second of numpy and matplotlib) before it
+  imports nbgrader, on the other processor; `check` starts it before numpy;
+- imports run with the garbage collector paused and without rfc3987_syntax's grammar
+  (`deferred_imports`);
+- the console script (`run`) exits without tearing the interpreter's heap down.
 """
 
 from __future__ import annotations
