@@ -306,6 +306,51 @@ def test_force_regrade_keeps_hand_given_marks(small_class):
         assert gb.find_submission("sdpa", "ada").score == pytest.approx(21.5)
 
 
+def _marks_read_one_by_one(gb: Gradebook, student: str) -> dict | None:
+    """The hand marks as nbgrader's own find_* calls read them, one student at a time."""
+    import hashlib
+
+    try:
+        submission = gb.find_submission("sdpa", student)
+        nb = gb.find_submission_notebook("attention", "sdpa", student)
+    except MissingEntry:
+        return None
+    comments = {c.name: c.manual_comment or "" for c in nb.comments}
+    written, state = {}, []
+    for grade in sorted(nb.grades, key=lambda g: g.name):
+        state.append([grade.name, grade.auto_score, grade.manual_score, grade.extra_credit])
+        if grade.cell.cell_type == "markdown":
+            marked = grade.manual_score is not None or grade.auto_score is not None
+            written[grade.name] = {"score": float(grade.score) if marked else None,
+                                   "max_score": float(grade.max_score),
+                                   "comment": comments.get(grade.name, "")}
+    state.append(sorted(comments.items()))
+    penalty = float(submission.late_submission_penalty or 0.0)
+    state.append(penalty)
+    return {"written": written, "late_penalty": penalty,
+            "seconds_late": float(submission.total_seconds_late or 0.0),
+            "timestamp": str(submission.timestamp or ""),
+            "fingerprint": hashlib.sha256(json.dumps(state, default=str).encode()).hexdigest()}
+
+
+def test_hand_marks_read_at_once_are_those_read_student_by_student(small_class):
+    from sdpa_course.grading.hand_marks import class_marks, student_marks
+
+    grade_course(small_class, workers=1)
+    with gradebook(small_class) as gb:
+        gb.find_grade("ex2_explain", "attention", "sdpa", "ada").manual_score = 1.5
+        gb.find_comment("ex2_explain", "attention", "sdpa", "ada").manual_comment = "=good"
+        gb.find_submission_notebook("attention", "sdpa", "ben").late_submission_penalty = 2
+        gb.db.commit()
+        expected = {s: _marks_read_one_by_one(gb, s) for s in ("ada", "ben")}
+        assert expected["ada"]["written"]["ex2_explain"]["score"] == 1.5
+        assert expected["ben"]["late_penalty"] == 2
+        assert class_marks(gb, "sdpa", "attention", ["ada", "ben", "nobody"]) == expected
+        assert class_marks(gb, "sdpa", "attention", ["ben"]) == {"ben": expected["ben"]}
+        assert student_marks(gb, "sdpa", "attention", "ada") == expected["ada"]
+        assert student_marks(gb, "sdpa", "attention", "nobody") is None
+
+
 def test_plain_nbgrader_autograde_also_grades_with_the_engine(small_class):
     from nbgrader.apps import NbGraderAPI
 

@@ -118,3 +118,25 @@ def test_the_submission_deadline_stays_a_backstop_above_the_sandbox_budget(tmp_p
     with_deadline(course, Limits().submission_seconds)
     with pytest.raises(KitError, match="submission_deadline must stay above"):
         grade_course(course, workers=1)
+
+
+def test_a_class_is_graded_from_one_zygote_shared_by_the_grading_processes(tmp_path,
+                                                                           monkeypatch):
+    from autograder.sandbox import SandboxPool
+
+    launches = tmp_path / "launches"
+    launch = SandboxPool._begin_launch
+
+    def counted(pool):  # in this process and in the grading processes forked from it
+        with launches.open("a") as log:
+            log.write("launch\n")
+        launch(pool)
+
+    monkeypatch.setattr(SandboxPool, "_begin_launch", counted)
+    course = released_course(tmp_path / "course")
+    for student in ("ada", "ben", "cy"):
+        submit(course, student)
+    result = grade_course(course, workers=2)
+    assert launches.read_text().splitlines() == ["launch"]
+    assert {s: r["score"] for s, r in result.records.items()} == {"ada": 20, "ben": 20, "cy": 20}
+    assert {r["isolation"] for r in result.records.values()} == {"namespaces"}

@@ -22,7 +22,8 @@ PACKAGES = ("sdpa_ref", "autograder", "sdpa_course")
 # sdpa_course, bottom to top: a module may import the kit's modules of its own layer or below
 # (as the package docstrings say). `sdpa_course` itself only holds the version.
 LAYERS = (
-    ("sdpa_course", "sdpa_course.errors", "sdpa_course.assignment"),
+    ("sdpa_course", "sdpa_course.errors", "sdpa_course.assignment",
+     "sdpa_course.deferred_imports"),
     ("sdpa_course.engine_call",),
     ("sdpa_course.reports",),
     ("sdpa_course.nbgrader_ext",),

@@ -586,6 +586,12 @@ def test_a_killed_zygote_takes_its_workers_along_and_is_restarted():
             assert fresh.get("y") == 2
 
 
+def test_student_code_runs_with_the_garbage_collector_on(run):
+    # the zygote imports with it off, for speed, and turns it back on before any fork
+    sandbox = run("import gc\ndef collecting():\n    return gc.isenabled()")
+    assert sandbox.call("collecting") is True
+
+
 def test_a_pool_started_without_waiting_is_ready_at_the_first_sandbox():
     early = SandboxPool()
     try:

@@ -10,9 +10,13 @@ Usage::
 Beyond the contract: `CellOutcome.output` (a cell's captured output), `Sandbox.last_output`
 (that of the latest query), `Sandbox.isolation` (the pool's mode), `Sandbox.restarts`,
 `Sandbox.budget_left`, `Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`,
-`Limits.help()` (help text per limit), `SandboxPool.layers` (what the kernel granted) and
+`Limits.help()` (help text per limit), `SandboxPool.layers` (what the kernel granted),
 `SandboxPool.start(wait=False)`, which boots the zygote (about half a second of numpy and
-matplotlib imports) while the caller goes on reading the submission.
+matplotlib imports) while the caller goes on reading the submission (importing this package
+does not import numpy, so the zygote can start first), `SandboxPool.boot_seconds` (the
+zygote's start, step by step) and `SandboxPool.attach_channel` / `SandboxPool.attached`, with
+which processes forked from the pool's owner (grading processes) fork their workers from the
+same zygote: one zygote's start for a whole class, the same isolation for every worker.
 
 Execution model. Cells run in order in one namespace, like a notebook. An error, exit or
 time-out in a cell is recorded in its `CellOutcome` and execution goes on with the next cell.
@@ -105,7 +109,18 @@ from .errors import (
 )
 from .limits import Limits
 from .pool import SandboxPool, default_pool
-from .sandbox import Cell, CellOutcome, Sandbox
+
+_LOADS_NUMPY = ("Cell", "CellOutcome", "Sandbox")  # from .sandbox, whose codec needs numpy
+
+
+def __getattr__(name: str):
+    """`Sandbox`, `Cell` and `CellOutcome` on first use: `check` starts a pool's zygote
+    before numpy is imported here (a tenth of a second that the zygote's start overlaps)."""
+    if name in _LOADS_NUMPY:
+        from . import sandbox
+
+        return getattr(sandbox, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Cell", "CellOutcome", "ForbiddenImport", "IsolationUnavailable", "Limits", "MissingName",

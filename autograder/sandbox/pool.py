@@ -3,6 +3,8 @@
 A pool can be shared by many `Sandbox` objects (threads included) in one grading process; each
 worker is a fresh fork of a zygote that never ran student code, so one student's monkeypatching
 cannot reach another. Without an explicit pool, sandboxes share a lazily started default pool.
+Grading processes forked from the pool's owner can share its zygote too (`attach_channel` in
+the owner, `SandboxPool.attached` in the fork): one zygote's start for a whole class.
 
 A pool refuses to start (`IsolationUnavailable`, saying what to do) where the kernel refuses
 the namespaces of mode ``namespaces``; only ``isolation="unsafe-none"``, asked for explicitly,
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -216,6 +219,9 @@ class SandboxPool:
         self._cgroups_tried = False
         self._cgroup_note = ""
         self.zygote_pid = 0  # the process that forks the workers (the first one only waits)
+        self.boot_seconds: dict[str, float] = {}  # the zygote's start, step by step
+        self._launched = 0.0
+        self._attached = False  # forks from another pool's zygote (see `attached`)
 
     def __enter__(self) -> SandboxPool:
         self.start()
@@ -238,15 +244,61 @@ class SandboxPool:
                 self._begin_launch()
 
     def _running(self) -> bool:
-        return (self._owner == os.getpid() and self._process is not None
-                and self._process.poll() is None)
+        if self._owner != os.getpid():
+            return False
+        if self._attached:
+            return self._control is not None
+        return self._process is not None and self._process.poll() is None
+
+    def attach_channel(self) -> socket.socket:
+        """A new control channel to this pool's zygote, for a process about to be forked
+        from this one (a grading process): there, `SandboxPool.attached(self, channel)`
+        forks its workers from this zygote instead of starting one of its own. Close this
+        process's copy of the channel once the fork is done."""
+        with self._lock:
+            self._ensure_started()
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                socket.send_fds(self._control, [json.dumps({"op": "attach"}).encode()],
+                                [theirs.fileno()])
+                reply = self._control.recv(1 << 16)
+            except OSError:
+                reply = b""
+            finally:
+                theirs.close()
+            if not reply or json.loads(reply).get("ok") is not True:
+                ours.close()
+                raise RuntimeError(f"the sandbox zygote refused a channel: {reply!r}")
+            return ours
+
+    @classmethod
+    def attached(cls, parent: SandboxPool, channel: socket.socket) -> SandboxPool:
+        """In a process forked from `parent`'s owner after `parent.attach_channel()`: a pool
+        whose workers come from parent's zygote through `channel`, with the same isolation
+        and hidden paths, and cgroups of its own. Should that zygote be gone, the pool starts
+        one of its own. Closes this process's copy of parent's own control socket."""
+        if parent._owner == os.getpid():
+            raise RuntimeError("SandboxPool.attached is for a process forked from the pool's")
+        if parent._control is not None:
+            parent._control.close()  # this process's copy: the parent's end stays open
+            parent._control = None
+        pool = cls(isolation=parent.isolation)
+        pool.hidden = list(parent.hidden)
+        pool._control, pool._attached = channel, True
+        pool.mode, pool.zygote_pid = parent.mode, parent.zygote_pid
+        pool.boot_seconds = dict(parent.boot_seconds)
+        pool._ensure_cgroups()
+        pool.layers = {**parent.layers,
+                       "cgroups": pool.cgroups.describe() if pool.cgroups else ""}
+        pool.warnings = pool._describe_gaps()
+        return pool
 
     def _ensure_started(self) -> None:
         if self._closed:
             raise RuntimeError("this SandboxPool is closed")
         if self._owner != os.getpid():  # inherited across fork: the zygote is the parent's
             self._process, self._control, self._pending, self.cgroups = None, None, None, None
-            self._owner, self._cgroups_tried = os.getpid(), False
+            self._owner, self._cgroups_tried, self._attached = os.getpid(), False, False
         if self._pending is not None:
             self._finish_launch()
         if self._running():
@@ -255,16 +307,20 @@ class SandboxPool:
         self._begin_launch()
         self._finish_launch()
 
-    def _begin_launch(self) -> None:
+    def _ensure_cgroups(self) -> None:
         if not self._cgroups_tried:
             self._cgroups_tried = True
             self.cgroups, why = Cgroups.create() if sys.platform.startswith("linux") else (
                 None, "not Linux")
             self._cgroup_note = why
+
+    def _begin_launch(self) -> None:
+        self._ensure_cgroups()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the zygote's pid, below
         config = {"control_fd": theirs.fileno(), "isolation": self.isolation,
                   "hidden": self.hidden, "font_cache": _font_cache_directory()}
+        self._launched = time.monotonic()
         process = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOTSTRAP, json.dumps(config)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -308,11 +364,23 @@ class SandboxPool:
         self.layers = {"landlock": ready.get("landlock", 0), "seccomp": ready.get("seccomp"),
                        "spare_uids": ready.get("spare_uids"),
                        "cgroups": self.cgroups.describe() if self.cgroups else ""}
+        self.boot_seconds = self._boot_steps(ready.get("marks"))
         self.warnings = self._describe_gaps()
         for text in self.warnings:
             if text not in _warned:
                 _warned.add(text)
                 warnings.warn(text, RuntimeWarning, stacklevel=5)
+
+    def _boot_steps(self, marks: object) -> dict[str, float]:
+        """Seconds each step of the zygote's start took, from its launch (for benchmarks)."""
+        if type(marks) is not dict:
+            return {}
+        steps, previous = {}, self._launched
+        for name, moment in marks.items():
+            if type(moment) is float and moment >= previous:
+                steps[name] = moment - previous
+                previous = moment
+        return steps
 
     def _describe_gaps(self) -> list[str]:
         """What a report must say about how this pool bounds student code, if anything."""
@@ -402,6 +470,7 @@ class SandboxPool:
                 self._process.kill()
                 self._process.wait()
         self._process, self._control = None, None
+        self._attached = False  # a zygote started again is this pool's own
 
     def close(self) -> None:
         """Stop the zygote, which takes every worker it forked along, and remove the cgroups."""

@@ -128,10 +128,11 @@ class FeedbackWriter:
 
 
 def refresh_feedback(course: Course, class_records: dict[str, dict], marks: dict[str, dict],
-                     *, force: bool = False) -> list[str]:
+                     *, force: bool = False, writer: FeedbackWriter | None = None) -> list[str]:
     """Regenerate the pages of graded students whose hand marks changed since their page was
     written (or whose page is missing; every graded student's with `force`); their records
-    note the marks now shown. Needs nbgrader's gradebook open (`shared_gradebook`)."""
+    note the marks now shown. Needs nbgrader's gradebook open (`shared_gradebook`). `writer`:
+    the run's own, if it made one already (one exporter per run)."""
     stale = []
     for student, record in class_records.items():
         if record.get("status") != GRADED or student not in marks:
@@ -142,7 +143,7 @@ def refresh_feedback(course: Course, class_records: dict[str, dict], marks: dict
             stale.append(student)
     if not stale:
         return []
-    writer = FeedbackWriter(course)
+    writer = writer or FeedbackWriter(course)
     refreshed = []
     for student in stale:
         autograded = course.folder("autograded", student) / f"{course.notebook}.ipynb"

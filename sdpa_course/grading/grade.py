@@ -38,11 +38,12 @@ from traitlets import Float
 from traitlets.config import Configurable
 
 from autograder.engine import grade_submission
-from autograder.sandbox import Limits
+from autograder.runner import collect
+from autograder.sandbox import Limits, SandboxPool
 from sdpa_course.course.directory import Course
 from sdpa_course.engine_call import ISOLATED, UNSAFE, Engine, require_isolation, sandbox_pool
 from sdpa_course.errors import GradingFailed, KitError
-from sdpa_course.grading.feedback import refresh_feedback
+from sdpa_course.grading.feedback import FeedbackWriter, refresh_feedback
 from sdpa_course.grading.gradebook import has_submission, shared_gradebook
 from sdpa_course.grading.hand_marks import class_marks, gradebook_students, student_marks
 from sdpa_course.grading.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
@@ -125,38 +126,38 @@ def _quiet_known_warnings() -> None:
     warnings.filterwarnings("ignore", message=".*missing an id field.*")  # nbformat 4.4 files
 
 
-def _recorded(course: Course, submissions: list, force: bool,
+def _recorded(course: Course, gradebook: Gradebook, submissions: list, force: bool,
               variants: CourseVariants) -> tuple[list, dict[str, dict]]:
     """(to grade, already recorded): recorded means for this very submission, nothing missing.
 
     Refuses (KitError) a course whose release does not carry the numbers key of its seed."""
     known = records.load_records(course.reports_dir)
     todo, done = [], {}
-    with Gradebook(course.db_url, course.course_id) as gradebook:
-        try:
-            gradebook.find_notebook(course.notebook, course.assignment)
-        except Exception:
-            raise KitError(f"the gradebook has no notebook {course.notebook} in assignment "
-                           f"{course.assignment}: run `sdpa-course release` first") from None
-        mismatch = release_mismatch(gradebook, course, variants)
-        if mismatch:
-            raise KitError(mismatch)
-        for submission in submissions:
-            record = known.get(submission.student)
-            if force or record is None or record.get("fingerprint") != submission.fingerprint():
-                todo.append(submission)
-            elif record["status"] == records.FAILED and record.get("retry"):
-                todo.append(submission)  # the kit failed, not the submission: try again
-            elif record["status"] == records.FAILED:
-                done[submission.student] = record
-            elif (has_submission(gradebook, course.assignment, submission.student)
-                  and (course.folder("autograded", submission.student)
-                       / f"{course.notebook}.ipynb").is_file()
-                  and (course.folder("feedback", submission.student)
-                       / f"{course.notebook}.html").is_file()):
-                done[submission.student] = record
-            else:
-                todo.append(submission)
+    try:
+        gradebook.find_notebook(course.notebook, course.assignment)
+    except Exception:
+        gradebook.db.rollback()
+        raise KitError(f"the gradebook has no notebook {course.notebook} in assignment "
+                       f"{course.assignment}: run `sdpa-course release` first") from None
+    mismatch = release_mismatch(gradebook, course, variants)
+    if mismatch:
+        raise KitError(mismatch)
+    for submission in submissions:
+        record = known.get(submission.student)
+        if force or record is None or record.get("fingerprint") != submission.fingerprint():
+            todo.append(submission)
+        elif record["status"] == records.FAILED and record.get("retry"):
+            todo.append(submission)  # the kit failed, not the submission: try again
+        elif record["status"] == records.FAILED:
+            done[submission.student] = record
+        elif (has_submission(gradebook, course.assignment, submission.student)
+              and (course.folder("autograded", submission.student)
+                   / f"{course.notebook}.ipynb").is_file()
+              and (course.folder("feedback", submission.student)
+                   / f"{course.notebook}.html").is_file()):
+            done[submission.student] = record
+        else:
+            todo.append(submission)
     return todo, done
 
 
@@ -234,7 +235,8 @@ class _GradingRun:
 
 def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = False,
                  progress_stream=None, scheduler: str | None = None,
-                 engine: Engine = grade_submission, isolation: str = ISOLATED) -> ClassResult:
+                 engine: Engine = grade_submission, isolation: str = ISOLATED,
+                 sandbox: SandboxPool | None = None) -> ClassResult:
     """Grade every submission of the course; the plain function behind `sdpa-course grade`.
 
     The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
@@ -243,12 +245,18 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
     processes only: Dask workers always run the kit's engine, as installed on them).
     `isolation` is the sandbox's: KitError before anyone is graded where this machine (or a
     Dask worker) refuses "namespaces"; "unsafe-none" is `--unsafe-no-isolation`.
+    `sandbox`, a pool of that isolation the caller started early (its zygote boots while
+    nbgrader is imported): the local workers fork from its zygote, which is closed once
+    they are done; without it one is started here.
     """
     if scheduler and engine is not grade_submission:
         raise ValueError("a stand-in engine grades in local processes only, not on Dask workers")
     started = time.monotonic()  # the progress line's clock: the whole run, start-up included
     if isolation not in (ISOLATED, UNSAFE):
         raise ValueError(f"isolation must be {ISOLATED!r} or {UNSAFE!r}, not {isolation!r}")
+    if sandbox is not None and sandbox.isolation != isolation:
+        raise ValueError(f"the sandbox pool's isolation is {sandbox.isolation!r}, not "
+                         f"{isolation!r}")
     course = Course.open(course_dir)
     submitted = course.root / course.coursedir.submitted_directory
     submissions = find_submissions(submitted, course.assignment, course.notebook)
@@ -258,61 +266,83 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
     settings = ClassGrading(config=course.config)
     variants = CourseVariants(config=course.config)
     variants.numbers_key()  # a malformed seed stops the run here, before anything is written
-    probe = None  # the kit's sandbox, started while the gradebook is read: refused before
+    local = None  # the kit's sandbox, started while the gradebook is read: refused before
     if not scheduler and engine is grade_submission:  # any worker starts, where unavailable
         deadline = _deadline(settings)
-        probe = sandbox_pool(isolation)
-        probe.start(wait=False)
+        local = sandbox if sandbox is not None else sandbox_pool(isolation)
+        local.start(wait=False)
+        collect()  # the hidden suites load here once, for every grading process forked
     else:
         deadline = settings.submission_deadline
     with warnings.catch_warnings():
         _quiet_known_warnings()
-        try:
-            todo, result.records = _recorded(course, submissions, force, variants)
-            if todo and probe is not None:
-                require_isolation(probe)
-        finally:
-            if probe is not None:
-                probe.close()
-        if todo:
-            if scheduler:
-                # deferred: Dask is an optional extra, needed only with --scheduler
-                from sdpa_course.grading.dask_executor import DaskExecutor
-
-                executor = DaskExecutor(scheduler, isolation=isolation)
-            else:
-                executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
-                                      deadline=deadline, engine=engine, isolation=isolation)
-            # workers first: they start before the gradebook connection exists
-            with executor as pool, \
-                    shared_gradebook(course.db_url, course.course_id) as gradebook, \
-                    quick_sqlite_commits(gradebook), schema_checked_once(), \
-                    Progress(len(todo), stream=progress_stream, started=started) as progress:
-                recorder = SubmissionRecorder(course, gradebook)
-                _GradingRun(course, recorder, pool, progress, result, variants).grade(todo)
-
-    result.records = dict(sorted(result.records.items()))
-    with warnings.catch_warnings():
-        _quiet_known_warnings()
-        after_grading(course, result)
+        # one gradebook connection for the whole run: who is recorded, grading, the report
+        with shared_gradebook(course.db_url, course.course_id) as gradebook:
+            recorder = None
+            try:
+                todo, result.records = _recorded(course, gradebook, submissions, force,
+                                                 variants)
+                if todo and local is not None:
+                    require_isolation(local)
+                if todo:
+                    recorder = _grade_todo(course, gradebook, todo, result, variants,
+                                           workers=workers,
+                                           deadline=deadline, engine=engine,
+                                           isolation=isolation, scheduler=scheduler,
+                                           sandbox=local, progress=(progress_stream, started))
+            finally:
+                if local is not None:
+                    local.close()  # every worker is gone: so is the zygote
+            result.records = dict(sorted(result.records.items()))
+            after_grading(course, result, gradebook=gradebook,
+                          feedback=recorder.feedback if recorder else None)
     return result
 
 
-def after_grading(course: Course, result: ClassResult, *, force_feedback: bool = False) -> None:
+def _grade_todo(course: Course, gradebook: Gradebook, todo: list, result: ClassResult,
+                variants: CourseVariants, *,
+                workers, deadline, engine, isolation, scheduler, sandbox, progress
+                ) -> SubmissionRecorder:
+    """Grade `todo` into the gradebook and `result`; the recorder that did it."""
+    if scheduler:
+        # deferred: Dask is an optional extra, needed only with --scheduler
+        from sdpa_course.grading.dask_executor import DaskExecutor
+
+        executor = DaskExecutor(scheduler, isolation=isolation)
+    else:
+        executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
+                              deadline=deadline, engine=engine, isolation=isolation,
+                              sandbox=sandbox)
+    stream, started = progress
+    with executor as pool, quick_sqlite_commits(gradebook), schema_checked_once(), \
+            Progress(len(todo), stream=stream, started=started) as bar:
+        recorder = SubmissionRecorder(course, gradebook)
+        _GradingRun(course, recorder, pool, bar, result, variants).grade(todo)
+    return recorder
+
+
+def after_grading(course: Course, result: ClassResult, *, force_feedback: bool = False,
+                  gradebook: Gradebook | None = None, feedback: FeedbackWriter | None = None
+                  ) -> None:
     """Feedback brought up to date with the gradebook's hand marks, then the report.
 
     A grader who marked `ex2_explain` in formgrader changed the gradebook, not the page: every
     graded student whose marks (or comments, or late penalty) differ from those their page was
-    written with gets a new page (all of them with `force_feedback`).
+    written with gets a new page (all of them with `force_feedback`). `gradebook` is the run's
+    shared one (`shared_gradebook`), opened here if not given; `feedback` the run's writer.
     """
+    if gradebook is None:
+        with shared_gradebook(course.db_url, course.course_id) as gradebook:
+            after_grading(course, result, force_feedback=force_feedback, gradebook=gradebook,
+                          feedback=feedback)
+        return
     unsafe = [s for s, r in result.records.items() if r.get("isolation") == UNSAFE]
     result.note = f"{UNSAFE_NOTE} (students: {', '.join(unsafe)})" if unsafe else ""
-    with shared_gradebook(course.db_url, course.course_id) as gradebook:
-        graded = [s for s, r in result.records.items() if r["status"] == records.GRADED]
-        result.marks = class_marks(gradebook, course.assignment, course.notebook, graded)
-        result.refreshed = refresh_feedback(course, result.records, result.marks,
-                                            force=force_feedback)
-        result.missing = [s for s in gradebook_students(gradebook) if s not in result.records]
+    graded = [s for s, r in result.records.items() if r["status"] == records.GRADED]
+    result.marks = class_marks(gradebook, course.assignment, course.notebook, graded)
+    result.refreshed = refresh_feedback(course, result.records, result.marks,
+                                        force=force_feedback, writer=feedback)
+    result.missing = [s for s in gradebook_students(gradebook) if s not in result.records]
     result.reports = write_class_report(result.records, course.reports_dir, course.assignment,
                                         marks=result.marks, missing=result.missing,
                                         notebook=course.notebook, note=result.note)
@@ -361,11 +391,11 @@ def _print_summary(result: ClassResult, stream) -> None:
 def grade_class(
     course_dir: Path, *, workers: int | None = None, force: bool = False, as_json: bool = False,
     scheduler: str | None = None, engine: Engine = grade_submission,
-    isolation: str = ISOLATED,
+    isolation: str = ISOLATED, sandbox: SandboxPool | None = None,
 ) -> int:
     """`sdpa-course grade`: exit status 0 when every student is graded, 1 when any failed."""
     result = grade_course(Path(course_dir), workers=workers, force=force, scheduler=scheduler,
-                          engine=engine, isolation=isolation)
+                          engine=engine, isolation=isolation, sandbox=sandbox)
     if as_json:
         json.dump(result.as_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

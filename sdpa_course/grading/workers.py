@@ -19,6 +19,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from autograder.engine import grade_submission
+from autograder.sandbox import SandboxPool
 from autograder.variants import DEFAULT, Variant
 from sdpa_course.engine_call import ISOLATED, Engine, grade_path, sandbox_pool
 from sdpa_course.errors import GradingFailed
@@ -34,9 +35,10 @@ class Outcome:
     retry: bool = False  # the failure came from the kit, not the submission: grade again later
 
 
-def _worker_main(conn, engine: Engine, isolation: str) -> None:
+def _worker_main(conn, engine: Engine, isolation: str, shared) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    pool = sandbox_pool(isolation)
+    # the parent's zygote when it gave us a channel to it, else one of our own
+    pool = SandboxPool.attached(*shared) if shared else sandbox_pool(isolation)
     try:
         while True:
             try:
@@ -60,11 +62,21 @@ def _worker_main(conn, engine: Engine, isolation: str) -> None:
 
 
 class _Worker:
-    def __init__(self, context, engine: Engine, isolation: str):
+    def __init__(self, context, engine: Engine, isolation: str, sandbox: SandboxPool | None):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, engine, isolation))
+        channel = None
+        if sandbox is not None:
+            try:
+                channel = sandbox.attach_channel()
+            except (RuntimeError, OSError):  # that zygote is gone: this worker starts its own
+                channel = None
+        shared = (sandbox, channel) if channel is not None else None
+        self.process = context.Process(target=_worker_main,
+                                       args=(child, engine, isolation, shared))
         self.process.start()
         child.close()
+        if channel is not None:
+            channel.close()  # the worker's now
         self.task: tuple[str, str, dict] | None = None
         self.started = 0.0
 
@@ -96,26 +108,31 @@ class WorkerPool:
 
     `engine` grades one notebook file in a worker: `autograder.engine.grade_submission`
     unless a test passes a stand-in. `isolation` is the workers' sandbox pools' (the caller
-    checked it is available: `engine_call.require_isolation`). `deadline` is a backstop for
-    a worker stuck outside the sandbox: each submission's own budget is the sandbox's.
+    checked it is available: `engine_call.require_isolation`). `sandbox`, a started pool of
+    this process, lends its zygote to every worker (forked processes only), so that none
+    starts one of its own. `deadline` is a backstop for a worker stuck outside the sandbox:
+    each submission's own budget is the sandbox's.
     """
 
     def __init__(self, workers: int | None, *, deadline: float,
-                 engine: Engine = grade_submission, isolation: str = ISOLATED):
+                 engine: Engine = grade_submission, isolation: str = ISOLATED,
+                 sandbox: SandboxPool | None = None):
         self.size = max(1, workers or os.cpu_count() or 1)
         self.engine = engine
         self.isolation = isolation
         self.deadline = deadline
-        # fork: no re-import of the caller's main module, and a quick start; the pool is
-        # entered before the gradebook is opened, so no database connection is inherited.
+        # fork: no re-import of the caller's main module, and a quick start. A worker never
+        # touches what it inherits (the gradebook's connection, once open): it only grades.
         methods = multiprocessing.get_all_start_methods()
         self.context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        self.sandbox = sandbox if "fork" in methods else None
         self.queue: deque[tuple[str, str, dict]] = deque()
         self.workers: list[_Worker] = []
 
     def __enter__(self) -> WorkerPool:
         while len(self.workers) < self.size:
-            self.workers.append(_Worker(self.context, self.engine, self.isolation))
+            self.workers.append(_Worker(self.context, self.engine, self.isolation,
+                                        self.sandbox))
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -133,7 +150,7 @@ class WorkerPool:
         while self.queue:
             idle = next((w for w in self.workers if w.task is None), None)
             if idle is None and len(self.workers) < self.size:
-                idle = _Worker(self.context, self.engine, self.isolation)
+                idle = _Worker(self.context, self.engine, self.isolation, self.sandbox)
                 self.workers.append(idle)
             if idle is None:
                 return

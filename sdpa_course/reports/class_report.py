@@ -17,6 +17,10 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
   without one).
 
+The pictures (`scores.png`, `diagnoses.png`) are drawn with matplotlib only when what they
+show changed since they were drawn (`.pictures.json` beside them keeps a digest of their
+data): a rerun after hand grading rewrites the rest and keeps them.
+
 Plain data in: the students' records, the gradebook's hand marks (`marks`, see
 `grading.hand_marks`) and the students nbgrader knows who submitted nothing (`missing`).
 Every CSV cell of text goes through `safe_text.for_spreadsheet` (no formula can start a
@@ -26,7 +30,9 @@ cell), and every string in the HTML is escaped.
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
+import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -40,6 +46,7 @@ CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"  # n
 DIAGNOSES_ALT = ("Bars: how many students got each diagnosis, per exercise (the tables below "
                  "give the same numbers)")
 FORMGRADER_PATH = "formgrader/gradebook/{assignment}/{notebook}"
+PICTURES_NOTE = ".pictures.json"  # the data each picture was drawn from
 
 
 def exercise_names(records: dict[str, dict]) -> list[str]:
@@ -193,52 +200,64 @@ def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: 
                                        "no submission"]))
 
 
-def _pyplot():
-    """matplotlib's pyplot, drawing to files only.
+def _figure(width: float, height: float):
+    """A matplotlib figure that draws to files only: a `Figure` on its own Agg canvas.
 
-    Deferred: importing pyplot takes about half a second and picks a global backend, which
-    only the class report needs (and `Agg` must be chosen before pyplot is imported).
+    No pyplot: nothing global is chosen (backend, current figure) and nothing is left open.
+    Deferred: matplotlib takes a few tenths of a second to import, which only the class
+    report needs.
     """
-    import matplotlib  # deferred: see above
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # deferred: see above
+    from matplotlib.figure import Figure  # deferred: see above
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # deferred: see above
+    figure = Figure(figsize=(width, height))
+    FigureCanvasAgg(figure)
+    return figure
 
-    return plt
 
-
-def _plot_scores(records: dict[str, dict], path: Path) -> None:
-    plt = _pyplot()
-    exercises = exercise_names(records)
+def score_counts(records: dict[str, dict]) -> list[tuple[str, float, list[list[float]]]]:
+    """(exercise, max score, [[score, students], ...]) per exercise: the histograms' data."""
     graded = [r for r in records.values() if r["status"] == GRADED]
-    fig, axes = plt.subplots(1, max(1, len(exercises)), figsize=(4 * max(1, len(exercises)), 3),
-                             squeeze=False)
-    for ax, ex in zip(axes[0], exercises, strict=False):
+    histograms = []
+    for ex in exercise_names(records):
         scores = [r["exercises"][ex]["score"] for r in graded if ex in r["exercises"]]
         top = max([r["exercises"][ex]["max_score"] for r in graded if ex in r["exercises"]] or [1])
         counts = Counter(scores)  # one bar per score actually given (half points exist)
-        ax.bar(list(counts), list(counts.values()), width=0.4, color="#4c72b0")
+        histograms.append((ex, top, sorted([score, n] for score, n in counts.items())))
+    return histograms
+
+
+def diagnosis_bars(records: dict[str, dict]) -> list[tuple[str, int]]:
+    """("exercise: code", students) per diagnosis given: the diagnosis chart's data."""
+    return [(f"{ex}: {code}", len(students)) for ex in exercise_names(records)
+            for code, students in students_by_diagnosis(records, ex).items()]
+
+
+def _plot_scores(histograms: list, path: Path) -> None:
+    columns = max(1, len(histograms))
+    fig = _figure(4 * columns, 3)
+    axes = fig.subplots(1, columns, squeeze=False)
+    for ax, (ex, top, counts) in zip(axes[0], histograms, strict=False):
+        ax.bar([score for score, _ in counts], [n for _, n in counts], width=0.4,
+               color="#4c72b0")
         ax.set_xlim(-0.5, top + 0.5)
         ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_title(f"{ex} (max {top:g})")
         ax.set_xlabel("score")
         ax.set_ylabel("students")
-    if not exercises:
+    if not histograms:
         axes[0][0].text(0.5, 0.5, "no graded submissions", ha="center", va="center")
         axes[0][0].set_axis_off()
-    fig.tight_layout()
+    # margins for these short labels, in inches: no layout pass (a draw of its own) needed
+    fig.subplots_adjust(left=0.6 / (4 * columns), right=1 - 0.15 / (4 * columns),
+                        bottom=0.17, top=0.9, wspace=0.3)
     fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
-def _plot_diagnoses(records: dict[str, dict], path: Path) -> None:
+def _plot_diagnoses(items: list, path: Path) -> None:
     """Students per diagnosis, one bar per (exercise, code)."""
-    plt = _pyplot()
-    items = []
-    for ex in exercise_names(records):
-        for code, students in students_by_diagnosis(records, ex).items():
-            items.append((f"{ex}: {code}", len(students)))
-    fig, ax = plt.subplots(figsize=(7, 0.35 * max(3, len(items)) + 1))
+    fig = _figure(7, 0.35 * max(3, len(items)) + 1)
+    ax = fig.subplots()
     if items:
         labels, values = zip(*reversed(items), strict=True)
         ax.barh(labels, values, color="#dd8452")
@@ -249,9 +268,33 @@ def _plot_diagnoses(records: dict[str, dict], path: Path) -> None:
                 ha="center", va="center")
         ax.set_axis_off()
     ax.set_title("Diagnoses per exercise")
-    fig.tight_layout()
+    fig.tight_layout()  # the codes' labels are long and vary: laid out to fit
     fig.savefig(path, dpi=90)
-    plt.close(fig)
+
+
+def _draw_pictures(pictures: dict[Path, tuple], out_dir: Path) -> None:
+    """Draw each picture (path -> (draw, data)) whose data changed since it was drawn.
+
+    A rerun after hand grading (or `sdpa-course feedback`) changes no score and no
+    diagnosis: it keeps the pictures and never imports matplotlib (a few tenths of a
+    second). What drew them is noted in PICTURES_NOTE, beside them.
+    """
+    note = out_dir / PICTURES_NOTE
+    try:
+        drawn = json.loads(note.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        drawn = {}
+    if not isinstance(drawn, dict):
+        drawn = {}
+    for path, (draw, data) in pictures.items():
+        digest = hashlib.sha256(json.dumps(data).encode()).hexdigest()
+        if path.is_file() and drawn.get(path.name) == digest:
+            continue
+        drawn.pop(path.name, None)
+        note.write_text(json.dumps(drawn), encoding="utf-8")  # no stale claim if it fails
+        draw(data, path)
+        drawn[path.name] = digest
+    note.write_text(json.dumps(drawn), encoding="utf-8")
 
 
 def _e(value) -> str:
@@ -378,8 +421,9 @@ def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str,
     write_scores_csv(records, marks, paths["scores (CSV)"])
     write_diagnoses_csv(records, paths["diagnoses (CSV)"])
     write_grades_csv(records, marks, list(missing), paths["grades for an LMS (CSV)"])
-    _plot_scores(records, paths["score histograms"])
-    _plot_diagnoses(records, paths["diagnosis chart"])
+    _draw_pictures({paths["score histograms"]: (_plot_scores, score_counts(records)),
+                    paths["diagnosis chart"]: (_plot_diagnoses, diagnosis_bars(records))},
+                   out_dir)
     page = _html(records, marks, list(missing), assignment, notebook, note)
     paths["class report"].write_text(page, encoding="utf-8")
     return paths

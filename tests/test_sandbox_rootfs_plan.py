@@ -1,0 +1,94 @@
+"""The private root's allowlist is read quickly and the same as importlib.metadata reads it:
+every distribution the zygote's pre-import loaded a module from, and what those require."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+
+import pytest
+
+from autograder.sandbox import rootfs
+from autograder.sandbox.blocker import FORBIDDEN_PACKAGES
+
+FORBIDDEN = {"sdpa-course"}
+
+
+def _slow_top_entries(dist) -> set[str]:
+    """importlib.metadata's own reading: a path object per RECORD line."""
+    site_dir = os.path.realpath(str(dist.locate_file("")))
+    entries = set()
+    for file in dist.files or ():
+        parts = file.parts
+        if not parts or parts[0] in ("..", "/"):
+            continue
+        relative = os.path.join(*parts) if parts[0] == "__pycache__" else parts[0]
+        entries.add(os.path.join(site_dir, relative))
+    return entries
+
+
+def _slow_requirements(dist) -> list[str]:
+    names = []
+    for requirement in dist.requires or ():
+        found = rootfs._REQUIREMENT_NAME.match(requirement)
+        if found and "extra ==" not in requirement.replace("extra==", "extra =="):
+            names.append(found.group(1))
+    return names
+
+
+def test_each_installed_distribution_reads_the_same_as_importlib_reads_it():
+    checked = 0
+    for dist in importlib.metadata.distributions():
+        if dist.read_text("RECORD") is None:
+            continue
+        assert rootfs._top_entries(dist) == _slow_top_entries(dist), dist.metadata["Name"]
+        assert rootfs._requirements(dist) == _slow_requirements(dist), dist.metadata["Name"]
+        checked += 1
+    assert checked > 20  # numpy, matplotlib, nbgrader and their requirements at least
+
+
+def _preloaded_modules() -> set[str]:
+    """The modules the zygote's pre-import loads, in a fresh interpreter."""
+    script = ("import sys, os\nos.environ['MPLBACKEND'] = 'Agg'\n"
+              "from autograder.sandbox import zygote\nbefore = set(sys.modules)\n"
+              "zygote.preload()\nprint('\\n'.join(sorted(set(sys.modules) - before)))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    return set(done.stdout.split())
+
+
+@pytest.fixture(scope="module")
+def preloaded():
+    names = _preloaded_modules()
+    for name in names:  # importable here too: the same modules, for _module_locations
+        if name.partition(".")[0] not in FORBIDDEN_PACKAGES:
+            try:
+                __import__(name)
+            except ImportError:
+                pass
+    return names
+
+
+def test_owners_found_by_name_are_those_every_distribution_names(preloaded):
+    tops = {}
+    stdlib = rootfs._stdlib_dirs()
+    for location in rootfs._module_locations(preloaded):
+        found = rootfs._top_level(location, rootfs._site_dirs(stdlib))
+        if found:
+            tops.setdefault(found[1].partition(".")[0], os.path.join(*found))
+    assert {"numpy", "matplotlib"} <= set(tops)
+    installed = rootfs._Installed(FORBIDDEN)
+    everyone = importlib.metadata.packages_distributions()
+    slow = rootfs._Installed(FORBIDDEN).entries(
+        [dist for name in tops for dist in everyone.get(name, [])])
+    assert installed.entries(installed.owners(tops)) == slow
+    assert all(path in slow for path in tops.values())  # every module's own folder is there
+
+
+def test_the_plan_binds_matplotlib_and_what_it_needs_but_not_the_kit(preloaded):
+    plan = rootfs.plan(preloaded, [], FORBIDDEN_PACKAGES, tuple(FORBIDDEN))
+    names = {os.path.basename(path) for path in plan.packages}
+    assert {"numpy", "matplotlib", "PIL", "pyparsing", "kiwisolver"} <= names
+    assert not names & {"sdpa_course", "autograder", "sdpa_ref", "nbgrader", "jsonschema"}
