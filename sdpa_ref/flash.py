@@ -21,13 +21,16 @@ import numpy as np
 SLACK = 16.0
 
 
-def flash_attention(Q, K, V, *, causal=False, scale=None, block_q=512, block_k=1024):
+def flash_attention(Q, K, V, *, causal=False, scale=None, block_q=2048, block_k=2048):
     """Scaled dot-product attention computed tile by tile; equals ``attention(Q, K, V)[0]``.
 
     Q: (..., n, d_k)   K: (..., m, d_k)   V: (..., m, d_v)   leading dimensions broadcast.
     causal: mask the future as ``causal_mask(n, m)`` does (query i sees keys 0 .. i).
     scale: multiplies the scores; default ``1 / sqrt(d_k)``.
-    block_q, block_k: tile size; extra memory is O(block_q * block_k + (n + m) d), never O(n m).
+    block_q, block_k: the tile, (block_q, block_k) scores at a time; extra memory is
+        O(block_q * block_k + (n + m) d), never O(n m). The default tile is 32 MiB in
+        float64: few, long matrix products, which keep their speed when other programs
+        share the cores (each product waits until all its BLAS threads have run).
     Returns out (..., n, d_v). The weights are never stored, so there is no ``attn``.
     """
     Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
@@ -54,6 +57,7 @@ def _flash_2d(Q, K, V, out, causal, scale, block_q, block_k):
     K1 = np.concatenate([K, np.ones((m, 1))], axis=1, dtype=dtype)  # (m, d_k + 1)
     # [V | 1]: one product gives both weights @ V and the sum of the weights.
     V1 = np.concatenate([V, np.ones((m, 1))], axis=1, dtype=dtype)  # (m, d_v + 1)
+    block_q, block_k = min(block_q, n), min(block_k, m)  # a small problem needs a small tile
     tile = np.empty((block_q, block_k), dtype)  # shifted scores, then weights, of one tile
     tile_sums = np.empty((block_q, d_v + 1), dtype)  # weights @ [V | 1] of one tile
     for q0 in range(0, n, block_q):
