@@ -2,36 +2,92 @@
 
 Type first, then shape, then values; nothing is broadcast before comparing. A failed check
 raises `Mismatch`, whose message is written for the student and never holds reference values
-computed on hidden inputs.
+computed on hidden inputs. Nothing here raises anything else, whatever the student's value
+(a 400-digit integer, a string, a ragged list, complex numbers): every such value is an
+answer that is wrong, and says so.
+
+Tolerances (CONTRACT section 1, "Precision"). Each is chosen between two measured figures,
+the largest error of a correct computation and the smallest error of a catalogued mistake on
+the hidden inputs; `tests/test_tolerances.py` measures both on the corpus, so that the margin
+cannot silently vanish (`python tests/test_tolerances.py` prints them).
+
+- `FLOAT_RESULTS`, attention and softmax on O(1) inputs. A correct float32 computation
+  (float32 throughout, -1e9, finfo.min or -inf fills, a 1e-8 epsilon in the denominator,
+  plain loops) is off by at most 1.3e-7 (float32 rounds to 2**-24 ~ 6e-8 per operation):
+  6.4e-4 of the tolerance. The closest mistake, scaling by 1/sqrt(d_v), is off by 379 times
+  the tolerance. rtol = atol = 1e-4 sits near the geometric middle of the two.
+- `LARGE_SCORES`, a student's answer at scores near 800 against the same student's answer on
+  inputs whose scores are lower by one constant (softmax does not change). float32 spaces
+  numbers near 800 by 6.1e-5, so a correct float32 answer may move by about 1e-4 (measured:
+  5.8e-6, 5.8e-3 of the tolerance); a softmax without max subtraction gives inf or NaN.
+- `HAND`, exercise 1: numbers rounded or truncated to three decimals (0.669 and 0.670 for
+  0.6698); the closest slip, scores divided by d_k, moves the weights by 47 times that.
+- `significant_figures`, exercise 2: one unit in the third significant figure (rounded or
+  truncated); a forward difference with step 1e-2 (3.369e-4 for 3.352e-4) is 1.7 units off
+  and fails, as three significant figures require.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-# Float64 results on O(1) inputs.
-RTOL = 1e-9
-ATOL = 1e-10
-# Hand arithmetic (exercise 1) rounded to three decimals: 0.707, 0.670, 0.330 all pass.
-THREE_DECIMALS = 5e-4 + 1e-12
+
+@dataclass(frozen=True)
+class Tolerance:
+    """|actual - expected| <= atol + rtol * |expected|, elementwise."""
+
+    rtol: float
+    atol: float
+
+    def ratio(self, actual, expected) -> float:
+        """The largest error as a fraction of what is allowed (<= 1 passes); inf if not finite."""
+        actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
+        with np.errstate(all="ignore"):
+            allowed = self.atol + self.rtol * np.abs(expected)  # expected.shape
+            error = np.abs(actual - expected) / allowed  # expected.shape
+        if error.size == 0:
+            return 0.0
+        return float(np.max(error)) if np.all(np.isfinite(error)) else math.inf
+
+
+FLOAT_RESULTS = Tolerance(rtol=1e-4, atol=1e-4)
+LARGE_SCORES = Tolerance(rtol=1e-3, atol=1e-3)
+HAND = 1e-3 + 1e-12  # the 1e-12 absorbs the binary representation of 0.669 - 0.6698
+# Exercise 1's later steps judged against the student's own earlier numbers (error carried
+# forward): their own rounding (HAND) plus that of the step before, through softmax's slope
+# (at most 1/4 per unit of score difference, so 2 * HAND / 4).
+CARRIED_FORWARD = HAND + HAND / 2
+
+
+def significant_figures(reference: float, figures: int = 3) -> float:
+    """Absolute tolerance: one unit in the last of `figures` significant figures.
+
+    0.99966 -> 1e-3, so 1.00, 0.999 and 0.9997 pass; 3.352e-4 -> 1e-6, so 3.35e-4 passes
+    and 3.369e-4 (a forward difference with step 1e-2) does not.
+    """
+    if reference == 0 or not math.isfinite(reference):
+        return 0.0
+    exponent = math.floor(math.log10(abs(reference)))
+    return 10.0 ** (exponent - figures + 1) * (1 + 1e-9)
 
 
 class Mismatch(AssertionError):
-    """A check failed; `str(self)` is the message shown to the student."""
+    """A check failed; `str(self)` is the message shown to the student.
 
-
-def three_significant_figures(reference: float) -> float:
-    """Absolute tolerance accepting `reference` rounded to three significant figures.
-
-    Half a unit in the third significant figure of the reference: 0.99966 -> 5e-4, so 1.00,
-    0.9997 and 0.99966 pass; 3.352e-4 -> 5e-7, so 3.35e-4 passes and 3.4e-4 does not.
+    `problem` says what is wrong and `hint` what usually causes it; the report may replace
+    the hint by the diagnosis that explains the failure.
     """
-    if reference == 0:
-        return 0.0
-    exponent = math.floor(math.log10(abs(reference)))
-    return 0.5 * 10.0 ** (exponent - 2) * (1 + 1e-9)
+
+    def __init__(self, problem: str, hint: str = ""):
+        self.problem, self.hint = problem, hint
+        super().__init__(join_hint(problem, hint))
+
+
+def join_hint(problem: str, hint: str) -> str:
+    return f"{problem}: {hint}" if hint else problem
 
 
 def _type_name(value) -> str:
@@ -40,10 +96,25 @@ def _type_name(value) -> str:
     return f"a {type(value).__name__}"
 
 
+def numbers(value) -> np.ndarray | None:
+    """`value` as a float64 array, or None when it is not real numbers; never raises.
+
+    For diagnosing, where a value that is not numbers is simply no match.
+    """
+    try:
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iuf":
+            return None
+        with np.errstate(all="ignore"):
+            return arr.astype(np.float64)
+    except Exception:  # noqa: BLE001 - ragged lists, huge ints...: not numbers
+        return None
+
+
 def as_array(value, what: str, *, dtype_kind: str = "numbers") -> np.ndarray:
     """The answer as an ndarray, or a Mismatch when it is not numbers (or booleans)."""
     if value is None:
-        raise Mismatch(f"{what} is None: did you forget to return or assign it?")
+        raise Mismatch(f"{what} is None", "did you forget to return or assign it?")
     if isinstance(value, (str, bytes, dict, set)):
         raise Mismatch(f"{what} should be {dtype_kind}, got {_type_name(value)}")
     try:
@@ -51,29 +122,60 @@ def as_array(value, what: str, *, dtype_kind: str = "numbers") -> np.ndarray:
     except ValueError:
         raise Mismatch(f"{what} should be a rectangular array of {dtype_kind}; its rows "
                        "have different lengths") from None
+    except Exception:  # noqa: BLE001 - whatever numpy makes of it, it is not numbers
+        raise Mismatch(f"{what} should be {dtype_kind}, got {_type_name(value)}") from None
     if dtype_kind == "booleans":
         if arr.dtype != np.bool_:
             raise Mismatch(f"{what} should be an array of booleans (True = masked out), "
                            f"got {_type_name(arr)}")
     elif arr.dtype.kind not in "iuf":
-        raise Mismatch(f"{what} should hold real numbers, got {_type_name(arr)}")
+        kind = "numbers too large for a float" if arr.dtype.kind == "O" else _type_name(arr)
+        raise Mismatch(f"{what} should hold real numbers, got {kind}")
     return arr
 
 
+def as_floats(value, what: str) -> np.ndarray:
+    """Real numbers as float64; a number too large for float64 is a Mismatch."""
+    arr = as_array(value, what)
+    with np.errstate(all="ignore"):
+        floats = arr.astype(np.float64)
+    if np.any(np.isinf(floats) & ~np.isinf(arr)):
+        raise Mismatch(f"{what} holds numbers too large for a float")
+    return floats
+
+
 def as_number(value, what: str) -> float:
-    """A single real number (int, float, numpy scalar or 0-d array)."""
+    """A single real number: int, float, numpy scalar, 0-d or one-element array or list."""
     if isinstance(value, (bool, np.bool_)):
         raise Mismatch(f"{what} should be a number, got a bool")
-    arr = as_array(value, what)
-    if arr.ndim != 0:
+    arr = as_floats(value, what)
+    if arr.size != 1:
         raise Mismatch(f"{what} should be a single number, got an array of shape {arr.shape}")
-    return float(arr)
+    return float(arr.reshape(()))
+
+
+def as_pair(value, what: str, *, hint: str = "") -> np.ndarray:
+    """Two numbers, shape (2,): a list or tuple of two numbers, or an array of 2 values
+    in any layout that squeezes to (2,), such as (1, 2)."""
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return np.array([as_number(v, f"each number of {what}") for v in value])
+    arr = as_floats(value, what)
+    if arr.size == 2 and arr.squeeze().shape == (2,):
+        return arr.reshape(2)
+    raise Mismatch(f"{what} should be two numbers, got shape {arr.shape}", hint)
 
 
 def expect_shape(arr: np.ndarray, shape: tuple, what: str, *, hint: str = "") -> None:
     if arr.shape != tuple(shape):
-        message = f"{what} should have shape {tuple(shape)}, got {arr.shape}"
-        raise Mismatch(f"{message}: {hint}" if hint else message)
+        raise Mismatch(f"{what} should have shape {tuple(shape)}, got {arr.shape}", hint)
+
+
+def expect_finite(arr: np.ndarray, what: str, *, hint: str = "") -> None:
+    with np.errstate(all="ignore"):
+        floats = np.asarray(arr, dtype=np.float64)
+    if not np.all(np.isfinite(floats)):
+        bad = "NaN" if np.any(np.isnan(floats)) else "inf"
+        raise Mismatch(f"{what} contains {bad}", hint)
 
 
 def expect_close(
@@ -81,32 +183,28 @@ def expect_close(
     expected: np.ndarray,
     what: str,
     *,
-    rtol: float = RTOL,
-    atol: float = ATOL,
+    tolerance: Tolerance = FLOAT_RESULTS,
     hint: str = "",
 ) -> None:
     """Values within tolerance, once type and shape are known to be right."""
-    expected = np.asarray(expected)
+    expected = np.asarray(expected, dtype=np.float64)
     expect_shape(actual, expected.shape, what)
-    if not np.all(np.isfinite(actual)):
-        bad = "NaN" if np.any(np.isnan(actual)) else "inf"
-        raise Mismatch(f"{what} contains {bad}" + (f": {hint}" if hint else ""))
-    wrong = np.abs(actual - expected) > atol + rtol * np.abs(expected)  # expected.shape
+    expect_finite(actual, what, hint=hint)
+    with np.errstate(all="ignore"):
+        actual = np.asarray(actual, dtype=np.float64)
+        allowed = tolerance.atol + tolerance.rtol * np.abs(expected)  # expected.shape
+        wrong = np.abs(actual - expected) > allowed  # expected.shape
     if np.any(wrong):
         count = f"{int(wrong.sum())} of {wrong.size} values" if wrong.size > 1 else "the value"
-        message = f"{what} is wrong: {count} differ from the expected result"
-        raise Mismatch(f"{message}. {hint[:1].upper()}{hint[1:]}" if hint else message)
+        raise Mismatch(f"{what} is wrong: {count} differ from the expected result", hint)
 
 
-def close(actual, expected, *, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
-    """Loose agreement for diagnosing (not grading): same shape, finite, values near."""
-    try:
-        actual = np.asarray(actual, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    expected = np.asarray(expected, dtype=float)
+def close(actual, expected, tolerance: Tolerance = FLOAT_RESULTS) -> bool:
+    """Agreement for diagnosing (not grading): same shape, finite, values near; never raises."""
+    actual, expected = numbers(actual), numbers(expected)
     return (
-        actual.shape == expected.shape
+        actual is not None and expected is not None
+        and actual.shape == expected.shape
         and bool(np.all(np.isfinite(actual)))
-        and bool(np.allclose(actual, expected, rtol=rtol, atol=atol))
+        and tolerance.ratio(actual, expected) <= 1
     )

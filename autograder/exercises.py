@@ -1,12 +1,27 @@
 """The three exercises as the grader knows them: names a submission defines, points, cells.
 
 One name per exercise everywhere: `ex3` is the notebook section, the nbgrader grade_id
-prefix, the pytest marker and the report key.
+prefix, the pytest marker and the report key; "Exercise 3" and its title, as the notebook
+heads its section, are what a student reads (release stubs, feedback).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_GRADE_ID_PREFIX = re.compile(r"^(ex\d+)_")
+
+
+def exercise_key(grade_id: str | None) -> str | None:
+    """`ex3_attention` -> `ex3`: the grade_id prefix names the exercise; None if none."""
+    match = _GRADE_ID_PREFIX.match(grade_id or "")
+    return match.group(1) if match else None
+
+
+def exercise_label(key: str) -> str:
+    """`ex3` -> `Exercise 3`."""
+    return f"Exercise {key.removeprefix('ex')}"
 
 
 @dataclass(frozen=True)
@@ -19,6 +34,11 @@ class Exercise:
     @property
     def graded_cell_id(self) -> str:
         return f"{self.key}_autograded"
+
+    @property
+    def heading(self) -> str:
+        """`Exercise 3: causal scaled dot-product attention`, as the notebook's section."""
+        return f"{exercise_label(self.key)}: {self.title}"
 
 
 EXERCISES: dict[str, Exercise] = {

@@ -33,10 +33,15 @@ class TestResult:
     name: str
     max_score: float
     passed: bool
-    message: str = ""
+    message: str = ""  # problem and hint together, as the test said them
+    problem: str = ""  # what is wrong ...
+    hint: str = ""  # ... and the test's generic advice, which a diagnosis may replace
     diagnoses: tuple[str, ...] = ()  # from the sandbox: crashed, timeout, missing-name...
     missing_name: str | None = None
+    target: str = ""  # the name the student's code failed in (`softmax`), when it did
     raised: bool = False  # the student's code raised an ordinary exception
+    error_type: str = ""  # the type of that exception (ModuleNotFoundError, NameError...)
+    error_message: str = ""  # and its message, as the sandbox passed it on
     kit_error: str = ""  # the check itself failed: a bug in the kit, shown to instructors
     seconds: float = field(default=0.0, compare=False)
 
@@ -89,14 +94,19 @@ def run_test(student, test: SuiteTest) -> TestResult:
         result.passed = True
     except Mismatch as failure:
         result.message = str(failure)
+        result.problem, result.hint = failure.problem, failure.hint
     except StudentError as err:
-        result.message = describe_student_error(err)
+        result.message = result.problem = describe_student_error(err)
         result.diagnoses = (_not_answered(err) or err.diagnosis,)
         result.raised = isinstance(err, StudentRaised)
+        result.target = str(getattr(err, "target", "") or "")
+        if result.raised:
+            result.error_type, result.error_message = err.type_name, err.message
         if isinstance(err, MissingName):
             result.missing_name = err.name
     except Exception as bug:  # the check itself broke: never the student's fault
-        result.message = "this answer could not be checked; your instructor has been told"
+        result.message = result.problem = ("this answer could not be checked; your "
+                                           "instructor has been told")
         result.kit_error = f"{type(bug).__name__}: {bug}"
     result.seconds = time.perf_counter() - start
     return result

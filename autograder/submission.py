@@ -5,7 +5,9 @@ rewritten to plain Python here, in the trusted process). A `.py` file gives its 
 statements, each with its line, so that one failing statement does not hide the others; a
 `.py` file that does not parse is passed on whole and the sandbox reports the syntax error.
 
-Nothing here executes student code: `json.loads` and `ast.parse` only read it.
+Nothing here executes student code: `json.loads` and `ast.parse` only read it. Every step is
+linear in the size of the submission, which is capped (`MAX_SUBMISSION_BYTES`); so is the
+text given to IPython's magic transformer (`MAX_MAGIC_CHARS` per submission).
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from autograder.exercises import EXERCISES, GRADED_CELL_IDS
 
 # nbformat takes about a second to import; a notebook is plain JSON and is read as such.
 
-_MAGIC_LINE = re.compile(r"^\s*(%|!)|(=\s*[%!])|\?\s*$", re.MULTILINE)
+MAX_SUBMISSION_BYTES = 32 * 2**20  # a notebook with pictures is a few MB
+MAX_MAGIC_CHARS = 2**18  # cells given to IPython's transformer, per submission (~3 s at worst)
+# A line that may hold IPython syntax: `%magic`, `!cmd`, `x = %magic`, `x = !cmd`, `obj?`.
+# Only spaces and tabs are repeated, never across lines, so that no text makes it backtrack:
+# `\s*` here took 9 s on 40,000 empty lines.
+_MAGIC_LINE = re.compile(r"^[ \t]*[%!]|=[ \t]*[%!]|\?[ \t\r]*$", re.MULTILINE)
+_TRANSFORM_PASSES = 4  # each linear; more only after a line that breaks tokenising
 
 
 class SubmissionError(Exception):
@@ -44,6 +52,8 @@ def read_submission(path: Path | str) -> list[SubmittedCell]:
     if path.is_dir():
         raise SubmissionError(f"{path} is a folder; give the notebook (.ipynb) or .py file")
     try:
+        if path.stat().st_size > MAX_SUBMISSION_BYTES:
+            raise SubmissionError(_too_large(path))
         data = path.read_bytes()
     except FileNotFoundError:
         raise SubmissionError(f"{path}: no such file") from None
@@ -60,6 +70,8 @@ def read_content(content: bytes | str | dict, *, name: str = "submission") -> li
     """
     if isinstance(content, dict):
         return notebook_cells(content, name=name)
+    if len(content) > MAX_SUBMISSION_BYTES:
+        raise SubmissionError(_too_large(name))
     text = _decode(content, name) if isinstance(content, bytes) else content
     if not text.strip():
         raise SubmissionError(f"{name} is empty: there is nothing to grade")
@@ -71,6 +83,11 @@ def read_content(content: bytes | str | dict, *, name: str = "submission") -> li
     raise SubmissionError(
         f"{name}: a submission is a notebook (.ipynb) or a Python file (.py), not {suffix}"
     )
+
+
+def _too_large(name) -> str:
+    return (f"{name} is larger than {MAX_SUBMISSION_BYTES // 2**20} MB: clear the notebook's "
+            "outputs (Edit > Clear Outputs of All Cells) and submit it again")
 
 
 def _decode(content: bytes, name: str) -> str:
@@ -104,6 +121,7 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
         )
     _check_assignment(cells, name)
     out = []
+    budget = MAX_MAGIC_CHARS
     for index, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -115,9 +133,12 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
         grade_id = _grade_id(cell)
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         prefix = (grade_id or "").partition("_")[0]
+        if len(source) <= budget and _MAGIC_LINE.search(source):
+            budget -= len(source)
+            source = transform_magics(source)
         out.append(
             SubmittedCell(
-                source=transform_magics(source),
+                source=source,
                 label=label,
                 exercise=prefix if prefix in EXERCISES else None,
                 locked=_nbgrader(cell).get("locked") is True,
@@ -156,13 +177,55 @@ def _check_assignment(cells: list, name: str) -> None:
 def transform_magics(source: str) -> str:
     """IPython syntax (`%magic`, `!cmd`, `x?`) rewritten to plain Python calls.
 
+    IPython's own transformers do the rewriting, but not its loop, which tokenises the whole
+    cell again after each rewrite (quadratic, and it gives up after 500 rewrites): here each
+    pass tokenises once and rewrites every logical line it found, each on its own. Source that
+    IPython cannot rewrite is left as written, and the sandbox reports its syntax error.
     IPython's transformer is only imported for the few cells that need it.
     """
     if not _MAGIC_LINE.search(source):
         return source
-    from IPython.core.inputtransformer2 import TransformerManager
+    from IPython.core import inputtransformer2 as ipython
 
-    return TransformerManager().transform_cell(source)
+    manager = ipython.TransformerManager()
+    try:
+        lines = (source if source.endswith("\n") else source + "\n").splitlines(keepends=True)
+        for transform in manager.cleanup_transforms + manager.line_transforms:
+            lines = transform(lines)
+        for _ in range(_TRANSFORM_PASSES):
+            lines, changed = _rewrite_once(ipython, manager, lines)
+            if not changed:
+                break
+        return "".join(lines)
+    except Exception:  # noqa: BLE001 - IPython gave up on this text: the student's syntax
+        return source
+
+
+def _rewrite_once(ipython, manager, lines: list[str]) -> tuple[list[str], bool]:
+    """One tokenising pass: every logical line with IPython syntax rewritten on its own, so
+    that the work stays linear however many such lines there are."""
+    out, done, changed = [], 0, False  # done: lines already copied to `out`
+    for tokens in ipython.make_tokens_by_line(lines):
+        candidates = [match for kind in manager.token_transformers
+                      if (match := kind.find([tokens]))]
+        if not candidates:
+            continue
+        first, last = candidates[0].start_line, tokens[-1].start[0] - 1  # 0-based rows
+        if first < done or last < first:
+            continue
+        segment = lines[first:last + 1]  # the logical line, continuation lines included
+        for match in sorted(candidates, key=ipython.TokenTransformBase.sortby):
+            match.start_line -= first
+            if hasattr(match, "q_line"):  # HelpEnd also remembers where its `?` is
+                match.q_line -= first
+            try:
+                segment = match.transform(segment)
+            except SyntaxError:
+                continue
+            out += lines[done:first] + segment
+            done, changed = last + 1, True
+            break
+    return out + lines[done:], changed
 
 
 def python_cells(text: str) -> list[SubmittedCell]:
@@ -173,7 +236,7 @@ def python_cells(text: str) -> list[SubmittedCell]:
     """
     try:
         module = ast.parse(text)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deeply nested...
         return [SubmittedCell(source=text, label="the file", first_line=1)]
     lines = text.splitlines(keepends=True)
     spans: list[list[int]] = []  # [first line, last line] per cell

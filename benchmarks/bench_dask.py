@@ -84,13 +84,12 @@ def drive_on_dask(address: str, paths: list[Path], label: str) -> tuple[float, f
     machine's other load), idle ones to Dask's own overhead."""
     from distributed import Client, get_task_stream
 
-    from sdpa_course.dask_executor import DaskExecutor
-    from sdpa_course.engine import DEFAULT_ENGINE
+    from sdpa_course.grading.dask_executor import DaskExecutor
 
     with Client(address, set_as_default=False) as client:
         workers = len(client.scheduler_info(n_workers=-1)["workers"])
         with get_task_stream(client) as stream:
-            elapsed = drive(DaskExecutor(address, DEFAULT_ENGINE), paths, label)
+            elapsed = drive(DaskExecutor(address), paths, label)
     computes = [span["stop"] - span["start"] for task in stream.data
                 if "warm" not in str(task["key"])
                 for span in task["startstops"] if span["action"] == "compute"]
@@ -108,9 +107,8 @@ def main() -> None:
 
     from dask_cluster import start_cluster
 
-    from sdpa_course.engine import DEFAULT_ENGINE
-    from sdpa_course.grade import grade_course
-    from sdpa_course.workers import WorkerPool
+    from sdpa_course.grading.grade import grade_course
+    from sdpa_course.grading.workers import WorkerPool
 
     root = Path(tempfile.mkdtemp(prefix="bench-dask-"))
     print(f"Building a class of {args.students} in {root} ...")
@@ -126,7 +124,7 @@ def main() -> None:
         for rep in range(args.repeats):
             for k in (1, 2):
                 label = f"local pool, {k} worker{'s' * (k > 1)}"
-                pool = WorkerPool(k, DEFAULT_ENGINE, deadline=300.0)
+                pool = WorkerPool(k, deadline=300.0)
                 times.setdefault(label, []).append(drive(pool, paths, f"r{rep}l{k}"))
                 label = f"Dask, {k} worker{'s' * (k > 1)}"
                 elapsed, busy, task = drive_on_dask(clusters[k].address, paths, f"r{rep}d{k}")

@@ -34,8 +34,9 @@ configure_release(c)
 
 
 def build_class(root: Path, students: int) -> Path:
-    from sdpa_course.course import init_course, release_assignment
-    from sdpa_course.material import notebook_path
+    from sdpa_course.course.create import init_course
+    from sdpa_course.course.material import notebook_path
+    from sdpa_course.course.release import release_assignment
 
     course = init_course(root / "kit")
     release_assignment(course)

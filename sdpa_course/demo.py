@@ -7,6 +7,9 @@ The class: the answer key; one submission per misconception of the catalogue (CO
 section 3) and one hostile submission, each built from the answer key with the student's
 code replaced by a case of the engine's corpus (`autograder.corpus`); and one notebook with
 broken JSON, to show that a submission the kit cannot grade is reported, never scored 0.
+
+The demo drives the whole kit, so it sits on top beside `cli`: it may import `course`,
+`grading`, `reports` and `autograder.corpus`; only `cli` imports it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.corpus import cases
+from autograder.exercises import MAX_SCORE
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.course.create import init_course
+from sdpa_course.course.material import notebook_path
+from sdpa_course.course.release import release_assignment
+from sdpa_course.grading.grade import grade_course
+from sdpa_course.reports.records import FAILED, GRADED
+
 ANSWER_KEY_STUDENT = "answer-key"
 BROKEN_STUDENT = "broken-json"
 HOSTILE_CASE = "patched-numpy"
@@ -28,8 +40,6 @@ HOSTILE_CASE = "patched-numpy"
 
 def demo_cases() -> list:
     """One mistake case per diagnosis code (first in corpus order), plus the hostile one."""
-    from autograder.corpus import cases
-
     chosen, covered = [], set()
     for case in cases():
         codes = {code for codes in case.diagnoses.values() for code in codes}
@@ -100,15 +110,15 @@ def build_class(course: Path, answer_key_path: Path) -> dict[str, object]:
         notebooks[case.name] = notebook_from_source(answer_key, case.source)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S.000000 UTC", time.gmtime())
     for student, nb in notebooks.items():
-        folder = course / "submitted" / student / "sdpa"
+        folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, str(folder / "attention.ipynb"))
+        nbformat.write(nb, str(folder / f"{NOTEBOOK}.ipynb"))
         (folder / "timestamp.txt").write_text(stamp)
         # as `nbgrader submit` leaves it, so `nbgrader release_feedback` works on the demo too
         (folder / "submission_secret.txt").write_text(secrets.token_hex(64))
-    broken = course / "submitted" / BROKEN_STUDENT / "sdpa"
+    broken = course / "submitted" / BROKEN_STUDENT / ASSIGNMENT
     broken.mkdir(parents=True, exist_ok=True)
-    (broken / "attention.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "x = ')
+    (broken / f"{NOTEBOOK}.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "x = ')
     (broken / "timestamp.txt").write_text(stamp)
     students[BROKEN_STUDENT] = None
     return students
@@ -119,8 +129,8 @@ def _table(result, students: dict[str, object]) -> list[str]:
     for student, record in result.records.items():
         case = students.get(student)
         expected = f"{case.expected_score:g}" if case is not None else (
-            "20" if student == ANSWER_KEY_STUDENT else "failed")
-        if record["status"] == "graded":
+            f"{MAX_SCORE:g}" if student == ANSWER_KEY_STUDENT else FAILED)
+        if record["status"] == GRADED:
             score = f"{record['score']:g}/{record['max_score']:g}"
             notes = ", ".join(sorted({c for ex in record["exercises"].values()
                                       for c in ex.get("diagnoses") or []})) or "-"
@@ -131,10 +141,6 @@ def _table(result, students: dict[str, object]) -> list[str]:
 
 
 def run_demo(workdir: Path | None = None, workers: int | None = None) -> int:
-    from sdpa_course.course import init_course, release_assignment
-    from sdpa_course.grade import grade_course
-    from sdpa_course.material import notebook_path
-
     started = time.monotonic()
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="sdpa-demo-"))
     course = init_course(root / "course" if workdir is None else root)
@@ -150,14 +156,14 @@ def run_demo(workdir: Path | None = None, workers: int | None = None) -> int:
     print("\n".join(_table(result, students)))
     feedback = course / "feedback"
     example = next((s for s, c in students.items()
-                    if c is not None and result.records[s]["status"] == "graded"
-                    and result.records[s]["score"] < 20), ANSWER_KEY_STUDENT)
+                    if c is not None and result.records[s]["status"] == GRADED
+                    and result.records[s]["score"] < MAX_SCORE), ANSWER_KEY_STUDENT)
     print()
     print(f"Graded {len(result.records)} submissions in {time.monotonic() - started:.1f} s. "
           "Open:")
     print(f"  class report      {result.reports['class report']}")
     print(f"  scores (CSV)      {result.reports['scores (CSV)']}")
-    print(f"  feedback, e.g.    {feedback / example / 'sdpa' / 'attention.html'}")
+    print(f"  feedback, e.g.    {feedback / example / ASSIGNMENT / f'{NOTEBOOK}.html'}")
     print(f"  gradebook         {course / 'gradebook.db'} (nbgrader formgrader / export)")
     print(f"  the course        {course} (cd there, then: sdpa-course grade --json)")
     unexpected = [s for s in result.failed if s != BROKEN_STUDENT]

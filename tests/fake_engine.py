@@ -1,4 +1,5 @@
-"""A stand-in grading engine for the class-grading tests (`c.EngineGrades.engine`).
+"""A stand-in grading engine for the class-grading tests:
+`grade_course(course, engine=fake_engine.grade_submission)`.
 
 It never runs the notebook. Markers in a code cell decide what it does, so a test can ask
 for a given score, a kit crash, a hang or a refusal without depending on the real engine:
@@ -21,12 +22,11 @@ import re
 import time
 from pathlib import Path
 
-MAX = {"ex1": 3.0, "ex2": 6.0, "ex3": 11.0}
+from autograder.exercises import EXERCISES
+from autograder.submission import SubmissionError
+
+MAX = {key: exercise.max_score for key, exercise in EXERCISES.items()}
 LEAKY_PATH = "/opt/grader/autograder/suites/test_ex3.py"
-
-
-class SubmissionError(Exception):
-    pass
 
 
 def grade_submission(path, *, limits=None, pool=None) -> dict:

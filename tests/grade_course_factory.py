@@ -1,8 +1,8 @@
 """Small factories for the class-grading tests: a released course and submissions to put in it.
 
 The course is made once per test session with the kit's own `init_course` and
-`release_assignment`, then copied per test; `use_fake_engine` points it at
-`tests/fake_engine.py` so the pipeline can be tested on scores it chooses.
+`release_assignment`, then copied per test. The grading tests pass `tests/fake_engine.py` to
+`grade_course(..., engine=...)` so the pipeline can be tested on scores it chooses.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ _RELEASED: list[Path] = []  # one released course per test session, copied for e
 
 def released_course(path: Path) -> Path:
     """A fresh course at `path`, made by `init_course` + `release_assignment` (once a session)."""
-    from sdpa_course.course import init_course, release_assignment
+    from sdpa_course.course.create import init_course
+    from sdpa_course.course.release import release_assignment
 
     if not _RELEASED:
         master = Path(tempfile.mkdtemp(prefix="sdpa-released-")) / "course"
@@ -38,10 +39,10 @@ def released_course(path: Path) -> Path:
     return path
 
 
-def use_fake_engine(course: Path, *, deadline: float = 3.0) -> None:
+def with_deadline(course: Path, deadline: float) -> None:
+    """Set the course's per-submission deadline (`ClassGrading.submission_deadline`)."""
     with (course / "nbgrader_config.py").open("a") as fh:
-        fh.write('\nc.EngineGrades.engine = "fake_engine:grade_submission"\n')
-        fh.write(f"c.ClassGrading.submission_deadline = {deadline}\n")
+        fh.write(f"\nc.ClassGrading.submission_deadline = {deadline}\n")
 
 
 def copy_course(template: Path, dest: Path) -> Path:

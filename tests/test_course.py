@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_course.cli import KitError, main
-from sdpa_course.course import CONFIG_FILE, init_course, release_assignment
-from sdpa_course.material import material_dir, notebook_path
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.cli import main
+from sdpa_course.course.create import init_course
+from sdpa_course.course.directory import CONFIG_FILE
+from sdpa_course.course.material import material_dir, notebook_path
+from sdpa_course.course.release import release_assignment
+from sdpa_course.errors import KitError
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_NOTEBOOK = Path("source") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
@@ -114,13 +117,20 @@ def test_init_works_from_the_built_wheel(tmp_path):
         archive.extractall(tmp_path / "unpacked")
     for kind in ("source", "solutions"):
         assert f"sdpa_course/data/{kind}/{ASSIGNMENT}/{NOTEBOOK}.ipynb" in names
+    # every file of the three packages, in every subpackage, templates included
+    kit = {path.relative_to(REPO).as_posix()
+           for package in ("sdpa_ref", "autograder", "sdpa_course")
+           for path in (REPO / package).rglob("*")
+           if path.is_file() and "__pycache__" not in path.parts}
+    assert "sdpa_course/nbgrader_ext/templates/sdpa_feedback/index.html.j2" in kit
+    assert kit <= names, sorted(kit - names)
 
     # Import the kit from the unpacked wheel only (it comes first on the path; the checkout is
     # not the working directory) and create a course from its package data.
     script = (
         "import sys, sdpa_course\n"
         "from pathlib import Path\n"
-        "from sdpa_course.course import init_course\n"
+        "from sdpa_course.course.create import init_course\n"
         "assert Path(sdpa_course.__file__).is_relative_to(Path(sys.argv[1])), "
         "sdpa_course.__file__\n"
         "print(init_course(Path(sys.argv[2])))\n"

@@ -1,8 +1,9 @@
 """`sdpa-course grade --scheduler`: a class graded on a real Dask cluster on loopback.
 
 A `dask scheduler` and two `dask worker` processes (tests/dask_cluster.py) grade a class of 50
-(the answer key twice, a broken notebook and every case of the engine's corpus but the two
-that spin until a time limit, built as notebooks the way the demo does) while one worker is
+(the answer key twice, a broken notebook and 47 cases of the engine's corpus: every hostile
+one but the two that spin until a time limit, and the first correct and mistaken ones, built
+as notebooks the way the demo does) while one worker is
 killed in the middle of a task; the same class is graded by the local
 pool, and both must agree student by student. A second, smaller class sees its scheduler
 killed: the run stops with a clear message and a consistent gradebook, and a rerun on a new
@@ -23,15 +24,24 @@ from loopback import free_port
 from nbgrader.api import Gradebook
 
 from autograder.corpus import cases
-from sdpa_course import records
-from sdpa_course.cli import KitError, main
+from sdpa_course.cli import main
 from sdpa_course.demo import notebook_from_source
-from sdpa_course.grade import grade_course
+from sdpa_course.errors import KitError
+from sdpa_course.grading.grade import grade_course
+from sdpa_course.reports import records
 
 pytestmark = [pytest.mark.dask, pytest.mark.slow]
 
 SLOW_CASES = {"loop-at-import", "loop-in-call"}  # each spins until a time limit
 BROKEN = "broken-json"
+
+
+def class_corpus() -> list:
+    """47 corpus cases: every hostile one but the slow, then correct and mistaken ones."""
+    eligible = [case for case in cases() if case.name not in SLOW_CASES]
+    hostile = [case for case in eligible if case.kind == "hostile"]
+    others = [case for case in eligible if case.kind != "hostile"]
+    return others[: 47 - len(hostile)] + hostile
 
 
 def build_class(course: Path, corpus: list) -> list[str]:
@@ -63,7 +73,7 @@ def gradebook_students(course: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def class_of_50(tmp_path_factory) -> tuple[Path, list[str]]:
     course = released_course(tmp_path_factory.mktemp("class50") / "course")
-    students = build_class(course, [c for c in cases() if c.name not in SLOW_CASES])
+    students = build_class(course, class_corpus())
     assert len(students) == 50
     return course, students
 
@@ -164,7 +174,7 @@ def test_progress_counts_every_finished_submission(graded_on_dask):
 
 def test_a_worker_with_other_exercises_refuses_to_grade(
         class_of_50, cluster, graded_on_dask, tmp_path, monkeypatch):
-    import sdpa_course.dask_executor as dask_executor
+    import sdpa_course.grading.dask_executor as dask_executor
 
     course = copy_course(class_of_50[0], tmp_path / "course")
     real = dask_executor.kit_fingerprint()
@@ -180,7 +190,7 @@ def test_a_worker_with_other_exercises_refuses_to_grade(
 
 def test_grade_without_a_reachable_scheduler_says_so(class_of_50, tmp_path, monkeypatch,
                                                      capsys):
-    import sdpa_course.dask_executor as dask_executor
+    import sdpa_course.grading.dask_executor as dask_executor
 
     monkeypatch.setattr(dask_executor, "CONNECT_SECONDS", 1.0)
     course = copy_course(class_of_50[0], tmp_path / "course")

@@ -12,9 +12,8 @@ from grade_course_factory import ANSWER_KEY
 
 pytest.importorskip("distributed")
 
-from sdpa_course.dask_worker import KitMismatch, grade_task  # noqa: E402
-from sdpa_course.engine import DEFAULT_ENGINE, load_content_engine  # noqa: E402
-from sdpa_course.kit_version import kit_fingerprint, version_mismatch  # noqa: E402
+from sdpa_course.grading.dask_worker import KitMismatch, grade_task  # noqa: E402
+from sdpa_course.grading.kit_version import kit_fingerprint, version_mismatch  # noqa: E402
 
 
 def test_the_same_kit_is_no_mismatch():
@@ -32,7 +31,7 @@ def test_a_mismatch_names_the_part_that_differs(part, named):
 
 
 def test_the_fingerprint_covers_the_hidden_suites_and_the_reference():
-    from sdpa_course import kit_version
+    from sdpa_course.grading import kit_version
 
     covered = {p.name for root in kit_version.EXERCISE_SOURCES
                for p in kit_version._python_files(root)}
@@ -40,25 +39,19 @@ def test_the_fingerprint_covers_the_hidden_suites_and_the_reference():
 
 
 def test_grade_task_grades_a_notebook_shipped_as_bytes():
-    result = grade_task(ANSWER_KEY.read_bytes(), "attention.ipynb", DEFAULT_ENGINE,
-                        kit_fingerprint())
+    result = grade_task(ANSWER_KEY.read_bytes(), "attention.ipynb", kit_fingerprint())
     report = result["report"]
     assert report["submission"] == "attention.ipynb"
     assert (report["score"], report["max_score"]) == (20.0, 20.0)
 
 
 def test_grade_task_returns_the_reason_for_a_broken_notebook():
-    result = grade_task(b'{"cells": [ not json', "attention.ipynb", DEFAULT_ENGINE,
-                        kit_fingerprint())
+    result = grade_task(b'{"cells": [ not json', "attention.ipynb", kit_fingerprint())
     assert "report" not in result and "JSON is broken" in result["error"]
 
 
 def test_grade_task_refuses_when_the_instructor_runs_other_exercises():
     expected = {**kit_fingerprint(), "exercises": "0123456789abcdef"}
     with pytest.raises(KitMismatch, match="refuses to grade"):
-        grade_task(ANSWER_KEY.read_bytes(), "attention.ipynb", DEFAULT_ENGINE, expected)
+        grade_task(ANSWER_KEY.read_bytes(), "attention.ipynb", expected)
 
-
-def test_an_engine_without_grade_content_cannot_run_on_workers():
-    with pytest.raises(AttributeError, match="grade_content"):
-        load_content_engine("sdpa_course.progress:Progress")

@@ -11,7 +11,7 @@ import sdpa_ref
 from autograder.compare import Mismatch, as_array, as_number, expect_close
 from autograder.diagnoses.codes import CODES, ordered
 from autograder.diagnoses.misconceptions import Model, all_models
-from autograder.runner import SuiteTest, run_tests
+from autograder.runner import SuiteTest, collect, run_tests
 from autograder.sandbox import MissingName, StudentRaised
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,8 +77,8 @@ def test_correct_model_is_the_reference():
 
 
 def test_each_single_mistake_changes_the_answer_on_a_masked_probe():
-    rng = np.random.default_rng(1)
-    Q, K, V = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    rng = np.random.default_rng(1)  # n = m = d_k, where even Q^T K runs
+    Q, K, V = rng.normal(size=(4, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
     mask = sdpa_ref.causal_mask(4)
     correct = Model()(Q, K, V, mask)
     for model in (m for m in all_models() if m.deviations == 1):
@@ -104,7 +104,7 @@ def test_checks_refuse_wrong_types_before_shapes_and_shapes_before_values():
     with pytest.raises(Mismatch, match="booleans"):
         as_array(np.zeros((2, 2)), "mask", dtype_kind="booleans")
     with pytest.raises(Mismatch, match="single number"):
-        as_number([0.5], "p_scaled")
+        as_number([0.5, 0.5], "p_scaled")
     with pytest.raises(Mismatch, match=r"shape \(2, 3\), got \(3, 2\)"):
         expect_close(np.zeros((3, 2)), np.zeros((2, 3)), "attn")
     with pytest.raises(Mismatch, match="not broadcast|shape"):
@@ -121,4 +121,45 @@ def test_instructor_runs_the_hidden_suites_with_pytest():
          "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:]
-    assert "18 passed" in done.stdout
+    assert f"{len(collect())} passed" in done.stdout
+
+
+def test_missing_modules_are_traced_to_the_names_that_needed_them():
+    from types import SimpleNamespace as Outcome
+
+    from autograder.diagnoses.modules import find_missing_modules, missing_module
+    from autograder.runner import TestResult
+    from autograder.submission import python_cells
+
+    cells = python_cells(
+        "import torch\n"
+        "from scipy.special import softmax as sp\n"
+        "def softmax(z):\n    return sp(z)\n"
+        "p_unscaled = softmax([8, 0])[0]\n"
+        "from sdpa_ref import attention\n")
+    outcomes = [
+        Outcome(label="line 1", status="error", error="ModuleNotFoundError: No module named "
+                "'torch' (line 1)"),
+        Outcome(label="line 2", status="error", error="ModuleNotFoundError: No module named "
+                "'scipy' (line 2)"),
+        Outcome(label="line 3", status="ok", error=""),
+        Outcome(label="line 5", status="error", error="NameError: name 'sp' is not defined"),
+        Outcome(label="line 6", status="error", error="ModuleNotFoundError: importing "
+                "'sdpa_ref' is not allowed in a submission"),
+    ]
+
+    def failed(name, test, **how):
+        return TestResult("ex2", test, 1.0, passed=False, **how)
+
+    results = [
+        failed("softmax", "a", target="softmax", error_type="NameError",
+               error_message="name 'sp' is not defined"),
+        failed("p_unscaled", "b", missing_name="p_unscaled"),
+        failed("attention", "c", missing_name="attention"),
+        failed("causal_mask", "d", target="causal_mask", error_type="ModuleNotFoundError",
+               error_message="No module named 'jax.numpy'"),
+    ]
+    assert find_missing_modules(cells, outcomes, results) == {
+        "scipy": ["softmax", "p_unscaled"], "jax": ["causal_mask"]}
+    assert missing_module("No module named 'sdpa_ref'") is None
+    assert missing_module("No module named '\x1b[2J'") is None

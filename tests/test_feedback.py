@@ -18,7 +18,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from nbgrader.api import Gradebook
 from nbgrader.utils import determine_grade
 
-from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, graded_outputs
+from sdpa_course.assignment import METADATA_KEY
+from sdpa_course.nbgrader_ext.autograde import graded_outputs
 from sdpa_course.nbgrader_ext.redact import TEST_CELL_NOTE, RedactFeedback, scrub_paths
 
 
@@ -88,7 +89,7 @@ def notebook_for(case_name: str):
 @pytest.fixture(scope="module")
 def real_class(tmp_path_factory):
     pytest.importorskip("autograder.engine")
-    from sdpa_course.grade import grade_course
+    from sdpa_course.grading.grade import grade_course
 
     course = released_course(tmp_path_factory.mktemp("real") / "course")
     submit(course, "key", answer_key())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from sdpa_course.progress import Progress
+from sdpa_course.grading.progress import Progress
 
 
 class Terminal(io.StringIO):

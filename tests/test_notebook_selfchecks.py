@@ -14,7 +14,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from sdpa_course.notebooks import source_notebook_path
+from sdpa_course.course.notebooks import source_notebook_path
 
 REPO = Path(__file__).resolve().parents[1]
 CLEAN = "these quick checks pass. More tests run when your work is graded."
@@ -147,9 +147,10 @@ def test_ex2_softmax_reports_the_release_stub(cells):
     assert "softmax is not written yet (Exercise 2: write softmax() here)" in said
 
 
-def test_ex2_softmax_names_the_row_that_does_not_sum_to_one(cells):
+def test_ex2_softmax_says_when_the_columns_sum_to_one_instead_of_the_rows(cells):
     said = run_self_check(cells, "ex2_selfcheck_softmax", softmax=softmax_over_queries)
-    assert "row 0 of your softmax sums to" in said and "right axis" in said
+    assert "each column of your softmax sums to 1 instead of each row" in said
+    assert "right axis" in said
 
 
 def test_ex2_softmax_spots_overflow(cells):
@@ -219,12 +220,12 @@ def good_causal_mask(T):
 
 @pytest.mark.parametrize("mistake, message", [
     (dict(), CLEAN),
-    (dict(transpose=True), "did you multiply K by Q?"),
+    (dict(transpose=True), "your weights are transposed"),
     (dict(swap=True), "return (out, attn)"),
     (dict(scale="none"), "the unscaled value: divide the scores by sqrt(d_k)"),
     (dict(scale="d_k"), "Check the scale 1 / sqrt(d_k)"),
     (dict(normalise_axis=0), "did you normalise over the right axis?"),
-    (dict(mask_mode="ignored"), "a masked (future) key still gets weight"),
+    (dict(mask_mode="ignored"), "the mask has no effect"),
     (dict(mask_mode="zero"), "set masked scores to -inf"),
     (dict(mask_mode="inverted"), "your mask works backwards"),
     (dict(mask_mode="after_softmax"), "mask the scores before the softmax"),

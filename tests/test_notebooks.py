@@ -14,14 +14,15 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from sdpa_course.course import init_course, release_assignment
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
-from sdpa_course.notebooks import (
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.course.create import init_course
+from sdpa_course.course.notebooks import (
     answer_key_path,
     build_notebooks,
     source_notebook_path,
     text_source_path,
 )
+from sdpa_course.course.release import release_assignment
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,9 +18,10 @@ from grade_course_factory import answer_key, submit
 from postgres_server import start_server, why_unavailable
 
 from autograder.corpus import cases
-from sdpa_course.course import init_course, release_assignment
+from sdpa_course.course.create import init_course
+from sdpa_course.course.release import release_assignment
 from sdpa_course.demo import notebook_from_source
-from sdpa_course.grade import grade_course
+from sdpa_course.grading.grade import grade_course
 
 pytestmark = pytest.mark.postgres
 

@@ -138,3 +138,69 @@ def test_content_as_bytes_text_or_dict_reads_like_the_file():
 def test_comments_and_strings_that_look_like_magics_stay_as_written():
     for source in ("x = 1  # why?\n", 's = """\n%d items\n!important\n"""\n'):
         assert transform_magics(source) == source
+
+
+# -- student text is read in linear time, within size caps ---------------------------------------
+
+IPYTHON_SYNTAX = [
+    "%time x = 1\n", "%%time\nx = 1\ny = 2\n", "!pip install scipy\n", "x = !ls\n",
+    "y = %time f()\n", "attention?\n", "for i in range(3):\n    %time f(i)\n",
+    'def f():\n    """What does it do?\n    """\n    return 1\n',
+    "x = 1\n%timeit attention(Q, K, V)\nprint('%d' % 3)\n",
+    "s = '''\n%d items\n!bang\n'''\n%time g()\n", "   %matplotlib inline\nimport numpy as np\n",
+    "%time f(1, \\\n  2)\nz = 3\n", "!echo 'it's\nx=1\n%time y\n",
+    "a = 1\nattention??\nb = %who\n!ls \\\n -l\nx = (1,\n 2)?\n", "x?  \r\ny = 2",
+]
+
+
+@pytest.mark.parametrize("source", IPYTHON_SYNTAX)
+def test_magics_are_rewritten_as_ipython_rewrites_them(source):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    assert transform_magics(source) == TransformerManager().transform_cell(source)
+
+
+def test_a_cell_of_thousands_of_magics_is_rewritten_whole():
+    """IPython's own loop re-reads the cell after each rewrite and gives up after 500."""
+    rewritten = transform_magics("!ls\n" * 5000)
+    assert rewritten.count("get_ipython().system('ls')") == 5000
+
+
+@pytest.mark.parametrize("text", ["\n" * 400_000 + "x", " \n" * 200_000 + "?",
+                                  ("=" + " " * 1000 + "x\n") * 400, "?" + " " * 400_000])
+def test_looking_for_magics_is_linear_in_the_text(text):
+    """With `\\s*` the search took 9 s on 40,000 newlines and grew with the square of the
+    size: 400,000 would take about 15 minutes. Linear, it takes milliseconds."""
+    import time
+
+    from autograder.submission import _MAGIC_LINE
+
+    start = time.perf_counter()
+    _MAGIC_LINE.search(text)
+    assert time.perf_counter() - start < 5
+
+
+def test_only_so_much_text_goes_to_ipython(monkeypatch):
+    from autograder import submission
+
+    monkeypatch.setattr(submission, "MAX_MAGIC_CHARS", 100)
+    cells = read_content(make_notebook("%time x = 1\n", "%time y = 2\n" + "z = 3\n" * 50),
+                         name="a.ipynb")
+    assert "run_line_magic" in cells[-2].source and cells[-1].source.startswith("%time")
+
+
+def test_a_submission_larger_than_the_cap_is_refused(monkeypatch, tmp_path):
+    from autograder import submission
+
+    monkeypatch.setattr(submission, "MAX_SUBMISSION_BYTES", 1000)
+    with pytest.raises(SubmissionError, match="larger than"):
+        read_content("x = 1\n" * 500, name="a.py")
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n" * 500)
+    with pytest.raises(SubmissionError, match="clear the notebook's outputs"):
+        read_submission(path)
+
+
+def test_a_py_file_nested_too_deeply_to_parse_is_one_cell():
+    cells = python_cells("x = " + "(" * 100_000 + ")" * 100_000 + "\n")
+    assert [cell.label for cell in cells] == ["the file"]

@@ -42,6 +42,20 @@ ex1_weights = (2.028, 1.0)   # exp of the scores, never divided by their sum
 ex1_output = (2.028, 1.0)
 """
 
+EX1_TRUNCATED = """
+ex1_scores = (0.707, 0.0)
+ex1_weights = (0.669, 0.330)   # 0.6698 and 0.3302 cut, not rounded, to three decimals
+ex1_output = (0.669, 0.330)
+"""
+
+EX1_ROW_VECTORS = """
+q = np.array([[1.0, 0.0]])                  # (1, d_k): one query as a row
+keys = np.array([[1.0, 0.0], [0.0, 1.0]])
+ex1_scores = q @ keys.T / np.sqrt(2)        # (1, 2)
+ex1_weights = np.exp(ex1_scores) / np.exp(ex1_scores).sum()
+ex1_output = ex1_weights @ np.eye(2)        # (1, 2)
+"""
+
 # -- Exercise 2: softmax and four numbers --------------------------------------------------
 
 SOFTMAX_STABLE = '''
@@ -81,6 +95,26 @@ def softmax(z):
     return np.exp(z - z.max(axis=-1, keepdims=True))
 """
 
+SOFTMAX_FLOAT32 = """
+def softmax(z):
+    z = np.asarray(z, dtype=np.float32)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+SOFTMAX_EPSILON = """
+def softmax(z):
+    e = np.exp(z - np.max(z, axis=-1, keepdims=True))
+    return e / (np.sum(e, axis=-1, keepdims=True) + 1e-8)   # guards against dividing by 0
+"""
+
+SOFTMAX_SCIPY = """
+from scipy.special import softmax as scipy_softmax
+
+def softmax(z):
+    return scipy_softmax(z, axis=-1)
+"""
+
 EX2_ROUNDED = """
 p_unscaled = 0.9997
 p_scaled = 0.731
@@ -95,6 +129,21 @@ smaller_unscaled = 1 - p_unscaled
 smaller_scaled = 1 - p_scaled
 grad_unscaled = smaller_unscaled * (1 - smaller_unscaled)
 grad_scaled = smaller_scaled * (1 - smaller_scaled)
+"""
+
+EX2_TRUNCATED = """
+p_unscaled = 0.999       # 0.99966 cut to three significant figures
+p_scaled = 0.731
+grad_unscaled = 3.35e-4
+grad_scaled = 0.196      # 0.19661 cut
+"""
+
+EX2_ONE_ELEMENT = """
+raw = np.array([[8.0, 0.0]])                     # (1, 2): one query's scores as a row
+p_unscaled = softmax(raw)[:, 0]                  # shape (1,)
+p_scaled = softmax(raw / np.sqrt(64))[:, :1]     # shape (1, 1)
+grad_unscaled = p_unscaled * (1 - p_unscaled)    # shape (1,)
+grad_scaled = np.float64(p_scaled.item() * (1 - p_scaled.item()))
 """
 
 EX2_WRONG_KEY = """
@@ -116,6 +165,31 @@ p_unscaled = 0.9997
 p_scaled = 0.731
 grad_unscaled = -0.9997 * 0.000335   # the cross term -p1 p2, not d p2 / d s2
 grad_scaled = -0.731 * 0.269
+"""
+
+EX2_WRONG_SCALE = """
+p_unscaled = 0.9997
+p_scaled = float(softmax(np.array([8.0, 0.0]) / 64)[0])   # divided by d_k, not sqrt(d_k)
+grad_unscaled = 3.35e-4
+grad_scaled = p_scaled * (1 - p_scaled)                   # right for that weight
+"""
+
+EX2_RAW_SCORE_GRADIENT = """
+p_unscaled = 0.9997
+p_scaled = 0.731
+grad_unscaled = 3.35e-4
+grad_scaled = 0.731 * 0.269 / 8   # the chain rule through s / 8: d w2 / d (raw score)
+"""
+
+EX2_FORWARD_DIFFERENCE = """
+def _smaller_weight(gap, nudge):
+    return softmax(np.array([gap, nudge]))[1]
+
+h = 1e-2                          # a forward difference with a large step
+p_unscaled = softmax(np.array([8.0, 0.0]))[0]
+p_scaled = softmax(np.array([1.0, 0.0]))[0]
+grad_unscaled = (_smaller_weight(8.0, h) - _smaller_weight(8.0, 0.0)) / h
+grad_scaled = (_smaller_weight(1.0, h) - _smaller_weight(1.0, 0.0)) / h
 """
 
 # -- Exercise 3: attention and the causal mask ---------------------------------------------
@@ -162,6 +236,36 @@ def attention(Q, K, V, mask=None):
         attn.append([x / total for x in e])
     out = [[sum(attn[i][j] * V[j][c] for j in range(m)) for c in range(d_v)] for i in range(n)]
     return out, attn
+"""
+
+ATTENTION_FLOAT32 = """
+def attention(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(x, dtype=np.float32) for x in (Q, K, V))
+    scores = Q @ K.T / np.float32(np.sqrt(Q.shape[-1]))
+    if mask is not None:
+        scores = np.where(mask, np.float32(-1e9), scores)
+    attn = softmax(scores)
+    return attn @ V, attn
+"""
+
+ATTENTION_FINFO_MIN = """
+def attention(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, np.finfo(scores.dtype).min, scores)
+    attn = softmax(scores)
+    return attn @ V, attn
+"""
+
+ATTENTION_SCIPY = """
+import scipy.special
+
+def attention(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)
+    attn = scipy.special.softmax(scores, axis=-1)
+    return attn @ V, attn
 """
 
 CAUSAL_MASK_TRIU = """
@@ -239,6 +343,20 @@ def attention(Q, K, V, mask=None):
     return _cache[key]
 """
 ATTENTION_NO_SCALING_ZERO_FILL = attention_with(scores="Q @ K.T", masking="fill 0")
+
+ATTENTION_ATTN_TRANSPOSED = attention_with(result="out, attn.T")
+ATTENTION_TRANSPOSED_QT = attention_with(scores="Q.T @ K / np.sqrt(Q.shape[-1])")
+ATTENTION_FLOAT32_NO_SCALING = ATTENTION_FLOAT32.replace(
+    " / np.float32(np.sqrt(Q.shape[-1]))", "")
+
+ATTENTION_ZEROS = """
+def attention(Q, K, V, mask=None):
+    n, m, d_v = len(Q), len(K), len(V[0])
+    return np.zeros((n, d_v)), np.zeros((n, m))   # the right shapes, nothing computed
+"""
+
+ATTENTION_NAN = ATTENTION_ZEROS.replace("np.zeros", "np.full").replace(
+    "d_v)), np.full((n, m))", "d_v), np.nan), np.full((n, m), np.nan)")
 
 ATTENTION_STUB = """
 def attention(Q, K, V, mask=None):

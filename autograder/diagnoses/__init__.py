@@ -1,7 +1,11 @@
 """Diagnoses: the misconception behind each failed exercise, found by probing behaviour.
 
 `diagnose_submission` gives each exercise that lost points the codes of CONTRACT section 3
-that apply; an exercise with full marks gets none.
+that apply; an exercise with full marks gets none. One module per exercise (`ex1`, `ex2`,
+`ex3`, with `misconceptions` modelling attention's mistakes), `failures` and `modules` for
+codes read from how the code failed (a cell's error, a module the grader does not have),
+`explanations` for what the report says about a failed test a diagnosis explains. Every
+student value here is plain data and none can raise: what is not numbers matches nothing.
 """
 
 from __future__ import annotations
@@ -9,7 +13,8 @@ from __future__ import annotations
 from autograder.diagnoses import ex1, ex2, ex3
 from autograder.diagnoses.codes import CODES, ordered
 from autograder.diagnoses.failures import cell_codes
-from autograder.exercises import EXERCISES
+from autograder.diagnoses.modules import find_missing_modules
+from autograder.exercises import EXERCISES, NAME_TO_EXERCISE
 
 PROBES = {"ex1": ex1.diagnose, "ex2": ex2.diagnose, "ex3": ex3.diagnose}
 _CRASHES = ("crashed", "missing-name", "timeout", "memory-limit")
@@ -43,6 +48,9 @@ def diagnose_submission(
     was loaded; forbidden_imports: modules the submission tried to import.
     """
     from_cells = cell_codes(cells, outcomes, forbidden_imports)
+    for names in find_missing_modules(cells, outcomes, results).values():
+        for name in names:
+            from_cells[NAME_TO_EXERCISE[name]].add("missing-module")
     diagnoses = {}
     for key in EXERCISES:
         failed = [r for r in results if r.exercise == key and not r.passed]

@@ -2,7 +2,8 @@
 
 `unsupported-type` comes from the sandbox (a value that cannot cross back as plain data) and
 `stateful` from the grader (a second call with the same inputs answers differently); both are
-codes added beside the contract's, none of which is renamed.
+codes added beside the contract's, none of which is renamed. So are `raw-score-gradient`,
+`imprecise-gradient` and `missing-module`, which CONTRACT section 3 now lists.
 """
 
 CODES: dict[str, str] = {
@@ -13,6 +14,10 @@ CODES: dict[str, str] = {
     "unstable-softmax": "overflows or returns NaN/inf for large scores (no max subtraction)",
     "wrong-key": "reported the smaller key's weight instead of the larger one's",
     "wrong-gradient": "the softmax derivative is wrong",
+    "raw-score-gradient": "the scaled gradient taken with respect to the raw score, not the "
+                          "scaled score that goes into the softmax",
+    "imprecise-gradient": "the derivative is only approximately right (a finite difference "
+                          "with a large step, or computed from a rounded weight)",
     "mask-ignored": "the mask has no effect",
     "mask-inverted": 'True treated as "keep"',
     "mask-after-softmax": "masked weights zeroed after softmax without renormalising",
@@ -31,6 +36,8 @@ CODES: dict[str, str] = {
     "timeout": "the code ran past its time limit",
     "memory-limit": "the code ran past its memory limit",
     "forbidden-import": "the submission tried to import the reference or the grader",
+    "missing-module": "the code needs a module the grader does not have (it has numpy and "
+                      "matplotlib only)",
     "unsupported-type": "a value that cannot be graded as numbers (custom object, subclass...)",
 }
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 import sdpa_ref
-from autograder.compare import THREE_DECIMALS
+from autograder.compare import HAND, Mismatch, as_pair
 from autograder.diagnoses.probe import Prober
 
 RAW = np.array([1.0, 0.0])  # (2,) q·k1, q·k2
@@ -26,15 +26,15 @@ SCALES = {
 
 
 def _near(pair, expected) -> bool:
-    return pair is not None and bool(np.all(np.abs(pair - expected) <= THREE_DECIMALS))
+    return pair is not None and bool(np.all(np.abs(pair - expected) <= HAND))
 
 
 def _pair(answer):
+    """Two numbers in any layout the grader accepts (a list, (2,), (1, 2)...), else None."""
     try:
-        pair = np.asarray(answer.value, dtype=float)
-    except (TypeError, ValueError):
+        return as_pair(answer.value, "the answer") if answer.ok else None
+    except Mismatch:
         return None
-    return pair if answer.ok and pair.shape == (2,) else None
 
 
 def diagnose(student) -> set[str]:
@@ -51,6 +51,6 @@ def diagnose(student) -> set[str]:
                 or _near(output, expected_weights)):
             codes.add(code)
     for pair in (weights, output):
-        if pair is not None and abs(pair.sum() - 1) > 2 * THREE_DECIMALS:
+        if pair is not None and np.isfinite(pair).all() and abs(pair.sum() - 1) > 2 * HAND:
             codes.add("not-normalized")
     return codes

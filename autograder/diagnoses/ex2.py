@@ -1,49 +1,101 @@
-"""Exercise 2: which mistake the softmax and the four numbers show."""
+"""Exercise 2: which mistake the softmax and the four numbers show.
+
+The numbers are compared, to three significant figures, with what each mistake gives. A
+gradient that is exactly p (1 - p) for the student's own (wrong) weight is no gradient
+mistake: the weight's own code (wrong-scale, no-scaling, wrong-key) explains it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 import sdpa_ref
-from autograder.compare import three_significant_figures
+from autograder.compare import FLOAT_RESULTS, Mismatch, as_number, numbers, significant_figures
 from autograder.diagnoses.probe import Prober
 
+D_K = 64
 RAW = np.array([8.0, 0.0])  # (2,) the larger key first
-SCALED = RAW / 8.0  # (2,) divided by sqrt(d_k) = sqrt(64)
+SCALED = RAW / np.sqrt(D_K)  # (2,) divided by sqrt(d_k) = 8
+# Other factors a student might scale the raw scores by: 1 / d_k, sqrt(d_k).
+WRONG_SCALES = (1 / D_K, np.sqrt(D_K))
+# A derivative within this fraction of the right one, with the right sign, is an imprecise
+# estimate (a finite difference with a large step, p rounded before p (1 - p)), not a wrong
+# formula: those are off by a factor (1/8 for the raw score) or have the wrong sign.
+IMPRECISE = 0.2
 
 
 def _number(answer):
     try:
-        value = np.asarray(answer.value, dtype=float)
-    except (TypeError, ValueError):
+        return as_number(answer.value, "the answer") if answer.ok else None
+    except Mismatch:
         return None
-    return float(value) if answer.ok and value.ndim == 0 else None
 
 
 def _same(value, reference) -> bool:
-    return value is not None and abs(value - reference) <= three_significant_figures(reference)
+    return (value is not None and reference is not None
+            and abs(value - reference) <= significant_figures(reference))
+
+
+def _weight(scores) -> float:
+    """The larger key's softmax weight for two scores."""
+    return float(sdpa_ref.softmax(np.asarray(scores, dtype=float))[0])
 
 
 def diagnose(student) -> set[str]:
     prober = Prober(student)
     codes = _diagnose_softmax(prober) if student.has("softmax") else set()
-    p_unscaled, p_scaled = (_number(prober.value(name)) for name in ("p_unscaled", "p_scaled"))
-    big, big_scaled = sdpa_ref.softmax(RAW)[0], sdpa_ref.softmax(SCALED)[0]
+    p_unscaled, p_scaled, grad_unscaled, grad_scaled = (
+        _number(prober.value(name))
+        for name in ("p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"))
+    codes |= _weight_codes(p_unscaled, p_scaled, grad_scaled)
+    codes |= _gradient_codes(grad_unscaled, grad_scaled, p_unscaled, p_scaled)
+    return codes
+
+
+def _weight_codes(p_unscaled, p_scaled, grad_scaled) -> set[str]:
+    codes = set()
+    big, big_scaled = _weight(RAW), _weight(SCALED)
     if _same(p_unscaled, 1 - big) or any(_same(p_scaled, 1 - p) for p in (big, big_scaled)):
         codes.add("wrong-key")
     if _same(p_scaled, big) or _same(p_scaled, 1 - big):
-        codes.add("no-scaling")
+        codes.add("no-scaling")  # (sqrt(d_k) as a factor also gives about 1: read as this)
+    elif any(_same(p_scaled, p) or _same(p_scaled, 1 - p)
+             for p in (_weight(RAW * factor) for factor in WRONG_SCALES)):
+        codes.add("wrong-scale")
+    elif (p_scaled is not None and 0.5 < p_scaled < 1 and not _same(p_scaled, big_scaled)
+          and _same(grad_scaled, _own_derivative(p_scaled))):
+        codes.add("wrong-scale")  # some other factor, and the rest right for that weight
     if any(p is not None and not 0 <= p <= 1 for p in (p_unscaled, p_scaled)):
         codes.add("not-normalized")
+    return codes
 
-    grads = {name: _number(prober.value(name)) for name in ("grad_unscaled", "grad_scaled")}
-    right = {"grad_unscaled": sdpa_ref.softmax_jacobian(RAW)[1, 1],
-             "grad_scaled": sdpa_ref.softmax_jacobian(SCALED)[1, 1]}
-    if _same(grads["grad_scaled"], right["grad_unscaled"]):
-        codes.add("no-scaling")
-    elif any(value is not None and not _same(value, right[name])
-             for name, value in grads.items()):
-        codes.add("wrong-gradient")
+
+def _own_derivative(p_larger) -> float | None:
+    """The smaller key's p (1 - p) from the student's own weight on the larger key."""
+    if p_larger is None or not 0 <= p_larger <= 1:
+        return None
+    return (1 - p_larger) * p_larger
+
+
+def _gradient_codes(grad_unscaled, grad_scaled, p_unscaled, p_scaled) -> set[str]:
+    right = {"unscaled": sdpa_ref.softmax_jacobian(RAW)[1, 1],
+             "scaled": sdpa_ref.softmax_jacobian(SCALED)[1, 1]}
+    codes = set()
+    for kind, value, own_p in (("unscaled", grad_unscaled, p_unscaled),
+                               ("scaled", grad_scaled, p_scaled)):
+        if value is None or _same(value, right[kind]):
+            continue
+        own = _own_derivative(own_p)
+        if own is not None and _same(value, own):
+            continue  # right for the student's own weight: the weight's code says why
+        if kind == "scaled" and _same(value, right["unscaled"]):
+            codes.add("no-scaling")
+        elif kind == "scaled" and _same(value, right["scaled"] / np.sqrt(D_K)):
+            codes.add("raw-score-gradient")  # chain rule through s / 8: the raw score's
+        elif value * right[kind] > 0 and abs(value - right[kind]) <= IMPRECISE * right[kind]:
+            codes.add("imprecise-gradient")
+        else:
+            codes.add("wrong-gradient")
     return codes
 
 
@@ -54,11 +106,11 @@ def _diagnose_softmax(prober) -> set[str]:
     got_vector = _array(prober.call("softmax", vector))
     got_matrix = _array(prober.call("softmax", matrix))
     for got, z in ((got_vector, vector), (got_matrix, matrix)):
-        if got is None or got.shape != z.shape:
+        if got is None or got.shape != z.shape or not np.all(np.isfinite(got)):
             continue
-        if z.ndim == 2 and np.allclose(got, sdpa_ref.softmax(z, axis=0), atol=1e-9):
+        if z.ndim == 2 and FLOAT_RESULTS.ratio(got, sdpa_ref.softmax(z, axis=0)) <= 1:
             codes.add("softmax-axis")
-        elif not np.allclose(got.sum(axis=-1), 1.0, atol=1e-6):
+        elif FLOAT_RESULTS.ratio(got.sum(axis=-1), np.ones(z.shape[:-1])) > 1:
             codes.add("not-normalized")
     large = _array(prober.call("softmax", 800.0 + vector))
     moderate_ok = got_vector is not None and bool(np.all(np.isfinite(got_vector)))
@@ -68,9 +120,4 @@ def _diagnose_softmax(prober) -> set[str]:
 
 
 def _array(answer):
-    if not answer.ok:
-        return None
-    try:
-        return np.asarray(answer.value, dtype=float)
-    except (TypeError, ValueError):
-        return None
+    return numbers(answer.value) if answer.ok else None

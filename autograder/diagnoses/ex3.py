@@ -1,16 +1,21 @@
 """Exercise 3: why `attention` or `causal_mask` is wrong, found by probing them.
 
-`attention` is called on a few small probes (n != m and n == m, d_k != d_v, a mask hiding
-the largest scores, a causal mask, no mask, large scores) and its answers are matched
-against the models of `misconceptions`. Shapes, swapped returns, input mutation, repeated
-calls and the causal mask are checked directly.
+`attention` is called on a few small probes (n != m, n == m, and n = m = d_k = d_v, where
+even scores multiplied the wrong way round go through; d_k != d_v; masks hiding the largest
+scores, a causal mask, no mask) and its answers are matched against the models of
+`misconceptions`, read in each layout a student might return them in (as asked, swapped,
+one array transposed). Input mutation, repeated calls, large scores and the causal mask are
+checked directly.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 import sdpa_ref
+from autograder.compare import FLOAT_RESULTS, numbers
 from autograder.diagnoses.misconceptions import all_models
 from autograder.diagnoses.probe import Prober
 
@@ -26,15 +31,36 @@ def _hide_largest(Q, K, per_row):
     return rank < per_row  # (n, m)
 
 
+RECT = _inputs(901, n=3, m=5, d_k=4, d_v=2)
+SQUARE = _inputs(902, n=4, m=4, d_k=3, d_v=2)
+FULL = _inputs(904, n=4, m=4, d_k=4, d_v=4)  # Q^T K and K Q^T run here without crashing
+# (inputs, mask) of each probe; None = no mask argument at all.
+MASKED = (
+    (RECT, _hide_largest(*RECT[:2], per_row=2)),
+    (SQUARE, sdpa_ref.causal_mask(4)),
+    (SQUARE, _hide_largest(*SQUARE[:2], per_row=1)),
+    (FULL, _hide_largest(*FULL[:2], per_row=1)),
+)
+UNMASKED = ((RECT, None), (RECT, "None"), (SQUARE, None), (FULL, None))
+
+# How a student may lay out a right or wrong (out, attn): layout -> its code.
+LAYOUTS = {"as asked": "", "swapped": "returns-swapped", "attn transposed": "wrong-shape",
+           "out transposed": "wrong-shape"}
+
+
 def _pair(value):
     """(first, second) as float arrays when the answer is a pair of numeric arrays, else None."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         return None
-    try:
-        first, second = (np.asarray(v, dtype=float) for v in value)
-    except (TypeError, ValueError):
-        return None
-    return first, second
+    first, second = numbers(value[0]), numbers(value[1])
+    return None if first is None or second is None else (first, second)
+
+
+def _laid_out(pair, layout):
+    """The student's pair read as (out, attn) in `layout`."""
+    first, second = pair
+    return {"as asked": (first, second), "swapped": (second, first),
+            "attn transposed": (first, second.T), "out transposed": (first.T, second)}[layout]
 
 
 def _agrees(student, model_result) -> bool:
@@ -45,49 +71,74 @@ def _agrees(student, model_result) -> bool:
     if out.shape != model_out.shape or attn.shape != model_attn.shape:
         return False
     rows = ~np.any(np.isnan(model_attn), axis=-1)  # (n,) rows where the model is defined
-    a, b = attn[rows], model_attn[rows]
-    o, p = out[rows], model_out[rows]
+    a, b, o, p = attn[rows], model_attn[rows], out[rows], model_out[rows]
     return bool(np.all(np.isfinite(a)) and np.all(np.isfinite(o))
-                and np.allclose(a, b, rtol=1e-6, atol=1e-9)
-                and np.allclose(o, p, rtol=1e-6, atol=1e-9))
+                and FLOAT_RESULTS.ratio(a, b) <= 1 and FLOAT_RESULTS.ratio(o, p) <= 1)
 
 
 class _Probe:
-    """One call of the student's attention and its answer, as (out, attn) or None."""
+    """One call of the student's attention and its answer, as a pair of arrays or None."""
 
-    def __init__(self, prober, Q, K, V, mask_kwargs):
-        self.Q, self.K, self.V = Q, K, V
-        self.mask = mask_kwargs.get("mask")
-        answer = prober.call("attention", Q, K, V, **mask_kwargs)
+    def __init__(self, prober, inputs, mask):
+        self.Q, self.K, self.V = inputs
+        self.mask = None if isinstance(mask, str) else mask
+        kwargs = {} if mask is None else {"mask": self.mask}
+        answer = prober.call("attention", *inputs, **kwargs)
         self.crashed = not answer.ok
         self.result = _pair(answer.value) if answer.ok else None
-        self.shapes_ok = self.result is not None and (
-            self.result[0].shape == (Q.shape[0], V.shape[1])
-            and self.result[1].shape == (Q.shape[0], K.shape[0]))
 
-    def answer(self, swapped=False):
-        """The student's (out, attn), or (attn, out) read as swapped; None after a crash."""
-        if self.result is None or not swapped:
-            return self.result
-        return self.result[1], self.result[0]
+    def answer(self, layout="as asked"):
+        """The student's answer read as (out, attn) in `layout`; None after a crash."""
+        return None if self.result is None else _laid_out(self.result, layout)
 
     def expected(self, model):
-        return model(self.Q, self.K, self.V, self.mask)
+        return _model_answer(model, self.Q, self.K, self.V, self.mask)
+
+    @property
+    def shapes_ok(self) -> bool:
+        return self.result is not None and (
+            self.result[0].shape == (self.Q.shape[0], self.V.shape[1])
+            and self.result[1].shape == (self.Q.shape[0], self.K.shape[0]))
+
+
+_MODEL_CACHE: dict = {}
+
+
+def _model_answer(model, Q, K, V, mask):
+    """A model's answer on a probe; the probes are fixed, so each is computed once."""
+    key = (model, *(a.shape for a in (Q, K, V)), Q.tobytes(), K.tobytes(), V.tobytes(),
+           None if mask is None else mask.tobytes())
+    if key not in _MODEL_CACHE:
+        _MODEL_CACHE[key] = model(Q, K, V, mask)
+    return _MODEL_CACHE[key]
+
+
+@cache
+def _candidates():
+    """(model, layout) pairs, the simplest (fewest mistakes) first."""
+    pairs = [(model, layout) for model in all_models() for layout in LAYOUTS]
+    return tuple(sorted(pairs, key=lambda p: p[0].deviations + (p[1] != "as asked")))
 
 
 def _best_models(probes):
-    """The simplest models that reproduce every probe, and whether returns are swapped."""
-    for swapped in (False, True):
-        found, depth = [], None
-        for model in all_models():
-            if depth is not None and model.deviations > depth:
-                break
-            if all(_agrees(p.answer(swapped), p.expected(model)) for p in probes):
-                found.append(model)
-                depth = model.deviations
-        if found:
-            return found, swapped
-    return [], False
+    """The simplest (model, layout) pairs that reproduce every probe."""
+    if all(p.result is None for p in probes):
+        return []  # nothing answered: no model can be told from a crash alone
+    found, depth = [], None
+    for model, layout in _candidates():
+        deviations = model.deviations + (layout != "as asked")
+        if depth is not None and deviations > depth:
+            break
+        if all(_agrees(p.answer(layout), p.expected(model)) for p in probes):
+            found.append((model, layout))
+            depth = deviations
+    return found
+
+
+def _codes(found) -> set[str]:
+    """What every simplest explanation agrees on."""
+    sets = [set(model.codes) | ({LAYOUTS[layout]} - {""}) for model, layout in found]
+    return set.intersection(*sets) if sets else set()
 
 
 def diagnose(student) -> set[str]:
@@ -99,33 +150,17 @@ def diagnose(student) -> set[str]:
 
 
 def _diagnose_attention(prober) -> set[str]:
-    codes: set[str] = set()
-    rect = _inputs(901, n=3, m=5, d_k=4, d_v=2)
-    square = _inputs(902, n=4, m=4, d_k=3, d_v=2)
-    masked = [
-        _Probe(prober, *rect, {"mask": _hide_largest(*rect[:2], per_row=2)}),
-        _Probe(prober, *square, {"mask": sdpa_ref.causal_mask(4)}),
-        _Probe(prober, *square, {"mask": _hide_largest(*square[:2], per_row=1)}),
-    ]
-    models, swapped = _best_models(masked)
-    if models:
-        # Report only what every simplest explanation agrees on.
-        codes |= set.intersection(*(set(model.codes) for model in models))
-        if swapped:
-            codes.add("returns-swapped")
-    codes |= _shape_codes(masked)
-
-    unmasked = [_Probe(prober, *rect, {}), _Probe(prober, *rect, {"mask": None}),
-                _Probe(prober, *square, {})]
-    if _mask_none_broken(masked, unmasked, models, swapped):
+    masked = [_Probe(prober, inputs, mask) for inputs, mask in MASKED]
+    found = _best_models(masked)
+    codes = _codes(found)
+    unmasked = [_Probe(prober, inputs, mask) for inputs, mask in UNMASKED]
+    if _mask_none_broken(masked, unmasked, found):
         codes.add("mask-none-broken")
-    if not models:
-        codes |= _unmasked_codes(unmasked)
-    codes |= _shape_codes(unmasked)
-
+    if not found:
+        codes |= _unmasked_codes(unmasked) | _shape_codes(masked) | _shape_codes(unmasked)
     if _unstable(prober, masked[1], unmasked[0]):
         codes.add("unstable-softmax")
-    if _mutates(prober, rect):
+    if _mutates(prober, RECT):
         codes.add("mutates-input")
     if _stateful(prober, masked[0]):
         codes.add("stateful")
@@ -139,15 +174,24 @@ def _same_answer(a, b) -> bool:
 
 
 def _stateful(prober, first) -> bool:
-    """Same inputs, a different answer; or new inputs of the same shapes, the old answer."""
+    """Same inputs, a different answer; or new inputs of the same shapes, the old answer
+    (when that answer is an attention result at all: zeros never change either)."""
     if first.result is None:
         return False
     (n, d_k), (m, d_v) = first.Q.shape, first.V.shape
     other = _inputs(903, n=n, m=m, d_k=d_k, d_v=d_v)
-    new = _Probe(prober, *other, {"mask": first.mask})
-    again = _Probe(prober, first.Q, first.K, first.V, {"mask": first.mask})
+    new = _Probe(prober, other, first.mask)
+    again = _Probe(prober, (first.Q, first.K, first.V), first.mask)
     changed = again.result is not None and not _same_answer(again.result, first.result)
-    return changed or _same_answer(new.result, first.result)
+    return changed or (_valid(first) and _same_answer(new.result, first.result))
+
+
+def _valid(probe) -> bool:
+    """The answer is finite and each row of attn has some positive weight. (Not whether
+    out = attn @ V: a stale answer was computed from other inputs.)"""
+    if not probe.shapes_ok or not _finite(probe.result):
+        return False
+    return bool(np.all(probe.result[1].sum(axis=-1) > FLOAT_RESULTS.atol))
 
 
 def _shape_codes(probes) -> set[str]:
@@ -166,11 +210,11 @@ def _shape_codes(probes) -> set[str]:
     return codes
 
 
-def _mask_none_broken(masked, unmasked, models, swapped) -> bool:
+def _mask_none_broken(masked, unmasked, found) -> bool:
     """Masks work the student's way, but no mask, or mask=None, goes wrong or crashes."""
-    if models:
+    if found:
         return not all(
-            any(_agrees(p.answer(swapped), p.expected(model)) for model in models)
+            any(_agrees(p.answer(layout), p.expected(model)) for model, layout in found)
             for p in unmasked
         )
     # Unexplained masks: only a crash without a mask where the same inputs with one ran.
@@ -183,29 +227,31 @@ def _unmasked_codes(unmasked) -> set[str]:
     probes = [p for p in unmasked if p.result is not None and p.shapes_ok]
     if not probes:
         return set()
-    models, swapped = _best_models(probes)
-    codes = set.intersection(*(set(m.codes) for m in models)) if models else set()
-    if not models:
+    found = _best_models(probes)
+    codes = _codes(found)
+    if not found and _finite(probes[0].result):
         attn = probes[0].result[1]
-        if not np.allclose(attn.sum(axis=-1), 1.0, atol=1e-6) and not np.allclose(
-                attn.sum(axis=0), 1.0, atol=1e-6):
+        rows_sum_to_one = FLOAT_RESULTS.ratio(attn.sum(axis=-1), 1.0) <= 1
+        columns_sum_to_one = FLOAT_RESULTS.ratio(attn.sum(axis=0), 1.0) <= 1
+        if not rows_sum_to_one and not columns_sum_to_one:
             codes.add("not-normalized")
-    return codes | ({"returns-swapped"} if swapped else set())
+    return codes
+
+
+def _finite(result) -> bool:
+    return result is not None and all(np.all(np.isfinite(a)) for a in result)
 
 
 def _unstable(prober, moderate_masked, moderate_plain) -> bool:
     """Large scores (about 800 after scaling) give NaN/inf or a crash where small ones did not."""
     for moderate in (moderate_masked, moderate_plain):
-        if moderate.result is None or not all(np.all(np.isfinite(a)) for a in moderate.result):
+        if not _finite(moderate.result):
             continue
         Q, K, V = (a.copy() for a in (moderate.Q, moderate.K, moderate.V))
         Q[:, 0] += 40.0  # every scaled score gains about 800; their differences stay O(1)
         K[:, 0] += 40.0
-        kwargs = {"mask": moderate.mask} if moderate.mask is not None else {}
-        large = _Probe(prober, Q, K, V, kwargs)
-        if large.crashed and large.result is None:
-            return True
-        if large.result is not None and not all(np.all(np.isfinite(a)) for a in large.result):
+        large = _Probe(prober, (Q, K, V), moderate.mask)
+        if large.crashed or (large.result is not None and not _finite(large.result)):
             return True
     return False
 
@@ -216,10 +262,13 @@ def _mutates(prober, inputs) -> bool:
     answer = prober.call_with_inputs("attention", Q, K, V, mask=mask)
     if not answer.ok:
         return False
-    _, args, kwargs = answer.value
-    before = (Q, K, V, mask)
-    after = (*args, kwargs.get("mask"))
-    return any(not np.array_equal(np.asarray(a), b) for a, b in zip(after, before, strict=True))
+    try:
+        _, args, kwargs = answer.value
+        after = (*args, kwargs.get("mask"))
+        return any(not np.array_equal(np.asarray(a), b)
+                   for a, b in zip(after, (Q, K, V, mask), strict=True))
+    except Exception:  # noqa: BLE001 - inputs turned into something else: changed
+        return True
 
 
 def _diagnose_causal_mask(prober) -> set[str]:
@@ -231,11 +280,13 @@ def _diagnose_causal_mask(prober) -> set[str]:
         return set()
     try:
         got = np.asarray(answer.value)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - not an array: nothing to diagnose
+        return set()
+    if got.dtype.kind not in "biuf":
         return set()
     if got.shape != (T, T):
         return {"wrong-shape"}
-    got = got.astype(bool) if got.dtype.kind in "biuf" else got
+    got = got.astype(bool)
     ones = np.ones((T, T), dtype=bool)  # (T, T)
     if np.array_equal(got, np.triu(ones, k=0)):
         return {"causal-diagonal"}

@@ -33,7 +33,7 @@ MASKING = {
 AXES = {"keys": "", "queries": "softmax-axis"}
 NORMALISATION = {"rows": "", "none": "not-normalized", "none, no max": "not-normalized",
                  "whole matrix": "not-normalized"}
-ORIENTATION = {"Q K^T": "", "K Q^T": "transposed"}
+ORIENTATION = {"Q K^T": "", "K Q^T": "transposed", "Q^T K": "transposed"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,10 @@ class Model:
             if n != m:
                 return None  # (m, n) weights cannot multiply V (m, d_v): the code crashes
             scores = K @ Q.T * factor  # (m, d_k) @ (d_k, n) -> (m, n), used as if (n, m)
+        elif self.orientation == "Q^T K":
+            if not n == m == d_k:
+                return None  # (d_k, d_k) scores fit neither the mask nor V: a crash
+            scores = Q.T @ K * factor  # (d_k, n) @ (m, d_k) -> (d_k, d_k), used as (n, m)
         else:
             scores = Q @ K.T * factor  # (n, d_k) @ (d_k, m) -> (n, m)
         hide = None

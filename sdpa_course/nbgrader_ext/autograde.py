@@ -27,23 +27,17 @@ import nbformat
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Unicode
 
-from sdpa_course.engine import DEFAULT_ENGINE, GradingFailed, grade_path, load_engine
-from sdpa_course.feedback_text import exercise_text
-from sdpa_course.nbgrader_ext.config import NOTEBOOK
-
-METADATA_KEY = "sdpa_course"
+from autograder.exercises import exercise_key
+from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
+from sdpa_course.engine_call import grade_path
+from sdpa_course.errors import GradingFailed
+from sdpa_course.reports.feedback_text import exercise_text
 
 
 def is_autograded_cell(cell) -> bool:
     """A graded code cell that is not the student's own answer: the engine scores it."""
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
-
-
-def exercise_of(grade_id: str) -> str:
-    """`ex3_autograded` -> `ex3`: the grade_id prefix names the exercise (STYLE principle 1)."""
-    return grade_id.split("_", 1)[0]
 
 
 def cell_score(score: float, max_score: float, points: float) -> float:
@@ -67,11 +61,6 @@ def graded_outputs(exercise: str, result: dict, points: float) -> list:
 class EngineGrades(NbGraderPreprocessor):
     """Fill every autograded cell's outputs from the kit's grading engine."""
 
-    engine = Unicode(
-        DEFAULT_ENGINE,
-        help="The grading engine, as module:function; called as function(path, pool=...).",
-    ).tag(config=True)
-
     def preprocess(self, nb, resources):
         report = resources.get(METADATA_KEY, {}).get("report")
         if report is None:
@@ -81,7 +70,7 @@ class EngineGrades(NbGraderPreprocessor):
             if not is_autograded_cell(cell):
                 continue
             grade_id = cell.metadata["nbgrader"]["grade_id"]
-            exercise = exercise_of(grade_id)
+            exercise = exercise_key(grade_id)  # `ex3_autograded` -> `ex3`
             if exercise not in exercises:
                 raise GradingFailed(
                     f"graded cell {grade_id!r} names no exercise the engine graded "
@@ -98,4 +87,4 @@ class EngineGrades(NbGraderPreprocessor):
         with tempfile.TemporaryDirectory(prefix="sdpa-autograde-") as tmp:
             path = Path(tmp) / f"{NOTEBOOK}.ipynb"
             nbformat.write(nb, str(path))
-            return grade_path(load_engine(self.engine), path)
+            return grade_path(path)

@@ -19,16 +19,10 @@ import textwrap
 from nbgrader.preprocessors import ClearSolutions
 from traitlets import Unicode
 
-BUILD_NOTE_KEY = "sdpa_course"  # notebook metadata written by `sdpa-course build`
+from autograder.exercises import exercise_key, exercise_label
+from sdpa_course.assignment import METADATA_KEY
 
-_EXERCISE_PREFIX = re.compile(r"^ex(\d+)_")
 _FUNCTION_HEADER = re.compile(r"^(\s*)def\s+(\w+)\s*\(")
-
-
-def exercise_label(grade_id: str | None) -> str | None:
-    """'ex3_attention' -> 'Exercise 3'; None when the grade_id names no exercise."""
-    match = _EXERCISE_PREFIX.match(grade_id or "")
-    return f"Exercise {match.group(1)}" if match else None
 
 
 def _enclosing_function(lines_before: list[str], indent: str) -> str | None:
@@ -82,14 +76,15 @@ class ExerciseClearSolutions(ClearSolutions):
     def preprocess(self, nb, resources):
         nb, resources = super().preprocess(nb, resources)
         # The build note of the source notebook ("edit the .py and rebuild") is for instructors.
-        nb.metadata.pop(BUILD_NOTE_KEY, None)
+        nb.metadata.pop(METADATA_KEY, None)
         return nb, resources
 
     def preprocess_cell(self, cell, resources, cell_index):
-        exercise = exercise_label(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        key = exercise_key(cell.metadata.get("nbgrader", {}).get("grade_id"))
         language = resources["language"]
-        if cell.cell_type != "code" or exercise is None or language != "python":
+        if cell.cell_type != "code" or key is None or language != "python":
             return super().preprocess_cell(cell, resources, cell_index)
+        exercise = exercise_label(key)  # `ex3_attention` -> `ex3` -> "Exercise 3"
         # nbgrader uses one stub per language for every region; swap in this cell's own stub
         # for the duration of the call, then put the configured one back.
         configured = self.code_stub

@@ -6,18 +6,28 @@ only calls `configure(get_config())`.
 
 from __future__ import annotations
 
-ASSIGNMENT = "sdpa"
-NOTEBOOK = "attention"
+from pathlib import Path
+
+import nbgrader
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.converters import Autograde, GenerateAssignment
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells
+
+from sdpa_course.assignment import NOTEBOOK
+from sdpa_course.nbgrader_ext.autograde import EngineGrades
+from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
+from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
+from sdpa_course.nbgrader_ext.feedback_summary import FeedbackSummary, GetGradesWithPending
+from sdpa_course.nbgrader_ext.redact import RedactFeedback
+from sdpa_course.nbgrader_ext.restore_cells import OverwriteCellsInPlace
+
+TEMPLATES = Path(__file__).parent / "templates"
+NBGRADER_TEMPLATES = Path(nbgrader.__file__).parent / "server_extensions/formgrader/templates"
 
 
 def configure_release(c) -> None:
     """Settings for building the student release (generate_assignment)."""
-    from nbgrader.converters import GenerateAssignment
-    from nbgrader.coursedir import CourseDirectory
-    from nbgrader.preprocessors import ClearSolutions
-
-    from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
-
     # nbgrader's own pipeline, in its own order, with stubs that name their exercise in place
     # of the stock ClearSolutions (same slot: after LockCells, before the checksums).
     preprocessors = GenerateAssignment.class_traits()["preprocessors"].default()
@@ -32,18 +42,6 @@ def configure_release(c) -> None:
 
 def configure_grading(c) -> None:
     """Settings for autograde and feedback: the kit's engine in place of nbgrader's kernel."""
-    from pathlib import Path
-
-    import nbgrader
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-    from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute, OverwriteCells
-
-    from sdpa_course.nbgrader_ext.autograde import EngineGrades
-    from sdpa_course.nbgrader_ext.feedback_summary import FeedbackSummary, GetGradesWithPending
-    from sdpa_course.nbgrader_ext.redact import RedactFeedback
-    from sdpa_course.nbgrader_ext.restore_cells import OverwriteCellsInPlace
-
     # nbgrader's autograde pipeline, in its own order, with the engine in Execute's slot:
     # the scores must be in the cells before SaveAutoGrades reads them.
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
@@ -62,16 +60,11 @@ def configure_grading(c) -> None:
     c.GenerateFeedback.preprocessors = [
         GetGradesWithPending, FeedbackSummary, RedactFeedback, CSSHTMLHeaderPreprocessor,
     ]
-    nbgrader_templates = Path(nbgrader.__file__).parent / "server_extensions/formgrader/templates"
-    from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
-
     # Configured on a subclass: formgrader renders its grading page with a plain HTMLExporter
     # built from this same config, and needs its own template.
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.FeedbackExporter.template_name = "sdpa_feedback"
-    c.FeedbackExporter.extra_template_basedirs = [
-        str(Path(__file__).parent / "templates"), str(nbgrader_templates),
-    ]
+    c.FeedbackExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
 
 
 def configure(c) -> None:

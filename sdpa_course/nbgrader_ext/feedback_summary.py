@@ -12,8 +12,8 @@ from nbgrader import utils
 from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
 from traitlets import List
 
-from sdpa_course.feedback_text import summary_markdown
-from sdpa_course.nbgrader_ext.autograde import METADATA_KEY
+from sdpa_course.assignment import METADATA_KEY
+from sdpa_course.reports.feedback_text import summary_markdown
 
 
 class GetGradesWithPending(GetGrades):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, is_autograded_cell
+from sdpa_course.assignment import METADATA_KEY
+from sdpa_course.nbgrader_ext.autograde import is_autograded_cell
 from sdpa_course.nbgrader_ext.feedback_summary import FeedbackPreprocessor
 
 TEST_CELL_NOTE = "# Graded by the course's hidden tests; the tests themselves are not shown."

@@ -36,12 +36,24 @@
 # You only need numpy (and matplotlib for one picture).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import sys
+
 import matplotlib.pyplot as plt
 import numpy as np
+
+# Modules students often reach for that are not installed where the work is graded, and the
+# modules already loaded before any answer ran (the notebook's own).
+_NOT_IN_GRADER = ("scipy", "torch", "tensorflow", "jax", "sklearn", "pandas", "numba", "einops")
+_LOADED_AT_START = set(sys.modules)
 
 
 def _report(exercise, problems):
     """Print a self-check's findings; a clean self-check is never the whole story."""
+    imported = [name for name in _NOT_IN_GRADER
+                if name in sys.modules and name not in _LOADED_AT_START]
+    problems = list(problems) + [
+        f"your notebook imports {name}, which is not installed where your work is graded "
+        "(only numpy and matplotlib are): write your answers with numpy." for name in imported]
     if problems:
         print(f"{exercise} self-check: something to look at.")
         for problem in problems:
@@ -95,7 +107,7 @@ def _report(exercise, problems):
 # * `ex1_output`: the output vector $w_1 v_1 + w_2 v_2$.
 #
 # Write **numbers**, not code: each answer is a pair such as `(0.25, 0.75)`. Three decimals
-# are enough.
+# are enough, rounded or cut (for 2/3, both 0.667 and 0.666 count).
 
 # %% nbgrader={"grade": false, "grade_id": "ex1_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -106,6 +118,18 @@ ex1_output = (0.6698, 0.3302)
 
 # %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex1_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 1: checks that your three answers fit together, not the final numbers.
+# Hand numbers count to three decimals, rounded or cut (for 2/3, 0.667 and 0.666 both count).
+def _ex1_pair(raw):
+    """Two numbers as an array of shape (2,), or None: (0.1, 0.9), a list, an array (1, 2)..."""
+    try:
+        if isinstance(raw, (list, tuple)) and len(raw) == 2:
+            return np.array([np.asarray(x, dtype=float).item() for x in raw])  # (2,)
+        pair = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return pair.reshape(2) if pair.size == 2 and pair.squeeze().shape == (2,) else None
+
+
 def _ex1_problems():
     answers = {}
     for name in ("ex1_scores", "ex1_weights", "ex1_output"):
@@ -114,31 +138,31 @@ def _ex1_problems():
         raw = globals()[name]
         if raw is ...:
             return [f"{name} is still `...`: not answered yet."]
-        try:
-            pair = np.asarray(raw, dtype=float)  # (2,) expected
-        except (TypeError, ValueError):
-            return [f"{name} should be two numbers such as (0.25, 0.75); got {raw!r}."]
-        if pair.shape != (2,):
-            return [f"{name} should be two numbers (one per key); got shape {pair.shape}."]
+        pair = _ex1_pair(raw)
+        if pair is None:
+            return [f"{name} should be two numbers (one per key) such as (0.25, 0.75); "
+                    f"got {str(raw)[:60]}."]
         answers[name] = pair
     scores, weights, output = answers.values()
     problems = []
     # The raw dot products are q.k1 = 1 and q.k2 = 0: spot the usual slips in the scaling.
-    if abs(scores[0] - 1.0) < 2e-3:
+    if abs(scores[0] - 1.0) <= 1e-3:
         problems.append("ex1_scores[0] is the raw dot product q.k1 = 1: divide it by sqrt(d_k).")
-    elif abs(scores[0] - 0.5) < 2e-3:
-        problems.append("ex1_scores[0] = 0.5 is q.k1 / d_k: the scale is 1 / sqrt(d_k), "
-                        "not 1 / d_k.")
+    elif any(abs(scores[0] - wrong) <= 1e-3 for wrong in (0.5, np.sqrt(2), 2.0)):
+        problems.append(f"ex1_scores[0] = {scores[0]:.3f} is q.k1 scaled by the wrong factor: "
+                        "the scale is 1 / sqrt(d_k), not 1 / d_k or sqrt(d_k).")
     if abs(weights.sum() - 1.0) > 2e-3:
         problems.append(f"your weights sum to {weights.sum():.3f}: softmax weights always "
                         "sum to 1.")
     else:
-        softmax_of_scores = np.exp(scores) / np.exp(scores).sum()  # (2,)
-        if np.abs(weights - softmax_of_scores).max() > 2e-3:
+        with np.errstate(all="ignore"):
+            softmax_of_scores = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+        # Your own rounding, plus that of the scores through the softmax's slope (at most 1/4).
+        if not np.abs(weights - softmax_of_scores).max() <= 1.5e-3:
             problems.append("your weights are not the softmax of your scores: "
                             "w_i = exp(s_i) / (exp(s_1) + exp(s_2)).")
     values = np.array([[1.0, 0.0], [0.0, 1.0]])  # (2, d_v): v1 and v2 as rows
-    if np.abs(output - weights @ values).max() > 2e-3:
+    if not np.abs(output - weights @ values).max() <= 2e-3:
         problems.append("your output is not w1 * v1 + w2 * v2 with your own weights.")
     return problems
 
@@ -214,7 +238,7 @@ def softmax(z):
 
 
 # %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex2_selfcheck_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# Self-check for Exercise 2(a), on the lesson's worked numbers.
+# Self-check for Exercise 2(a), on the lesson's worked numbers. float32 or float64 both count.
 def _ex2_softmax_problems():
     if "softmax" not in globals():
         return ["softmax is not defined: run the cell above first."]
@@ -224,38 +248,40 @@ def _ex2_softmax_problems():
         return [f"softmax is not written yet ({err})."]
     except Exception as err:
         return [f"softmax(np.array([8.0, 0.0])) raised {type(err).__name__}: {err}"]
-    one_row = np.asarray(one_row)
+    one_row = np.asarray(one_row, dtype=float)
     if one_row.shape != (2,):
         return [f"softmax of a 1-D array of 2 scores should have shape (2,); got {one_row.shape}."]
     problems = []
-    if abs(one_row.sum() - 1.0) > 1e-6:
-        problems.append(f"softmax([8, 0]) sums to {one_row.sum():.4f}: divide by the sum of the "
-                        "exponentials.")
+    if not abs(one_row.sum() - 1.0) <= 1e-5:
+        return [f"softmax([8, 0]) sums to {one_row.sum():.4f}: divide by the sum of the "
+                "exponentials."]
     for gap, lesson_value in ((8.0, 0.9997), (1.0, 0.731), (2.0, 0.881)):
-        got = float(np.asarray(softmax(np.array([gap, 0.0])))[0])
-        if abs(got - lesson_value) > 1e-3:
+        got = float(np.asarray(softmax(np.array([gap, 0.0])), dtype=float)[0])
+        if not abs(got - lesson_value) <= 1e-3:
             problems.append(f"softmax([{gap:g}, 0])[0] = {got:.4f}; the lesson says "
                             f"{lesson_value}.")
     with np.errstate(all="ignore"):
-        big = np.asarray(softmax(np.array([1000.0, 0.0])))  # (2,)
+        big = np.asarray(softmax(np.array([1000.0, 0.0])), dtype=float)  # (2,)
     if not np.all(np.isfinite(big)):
         problems.append(f"softmax([1000, 0]) gives {big}: exp overflowed. Subtract the largest "
                         "score before calling np.exp.")
     scores = np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [8.0, 0.0, 0.0]])  # (queries, keys)
     untouched = scores.copy()
     try:
-        rows = np.asarray(softmax(scores))  # (3, 3)
+        rows = np.asarray(softmax(scores), dtype=float)  # (3, 3)
     except Exception as err:
         return problems + [f"softmax of a 2-D array raised {type(err).__name__}: {err}"]
     if not np.array_equal(scores, untouched):
         problems.append("softmax changed its input array: work on a copy.")
     if rows.shape != scores.shape:
         return problems + [f"softmax of a (3, 3) array should keep shape (3, 3); got {rows.shape}."]
-    for i, total in enumerate(rows.sum(axis=-1)):
-        if abs(total - 1.0) > 1e-6:
-            problems.append(f"row {i} of your softmax sums to {total:.2f}: did you normalise over "
-                            "the right axis? Each row (the last axis) should sum to 1.")
-            break
+    if not np.allclose(rows.sum(axis=-1), 1.0, rtol=0, atol=1e-5):
+        if np.allclose(rows.sum(axis=0), 1.0, rtol=0, atol=1e-5):
+            problems.append("each column of your softmax sums to 1 instead of each row: did you "
+                            "normalise over the right axis? Use the last axis (axis=-1).")
+        else:
+            problems.append("the rows of your softmax of a 2-D array do not sum to 1: divide "
+                            "each row by its own sum (axis=-1, keepdims=True).")
     return problems
 
 
@@ -272,9 +298,11 @@ _report("Exercise 2(a)", _ex2_softmax_problems())
 # * `grad_scaled`: the same derivative in the scaled case (take it with respect to the scaled
 #   score that goes into the softmax).
 #
-# Each answer is one number; you may write it directly or compute it with code. Hint for the
-# gradients: differentiate $w_2 = e^{s_2} / (e^{s_1} + e^{s_2})$ with respect to $s_2$ and
-# write the result in terms of $w_2$.
+# Each answer is one number; you may write it directly or compute it with code. Three
+# significant figures are enough (rounded or cut), but compute each gradient from the
+# **unrounded** weight: rounding a weight to 0.9997 first puts `grad_unscaled` 10% off.
+# Hint for the gradients: differentiate $w_2 = e^{s_2} / (e^{s_1} + e^{s_2})$ with respect to
+# $s_2$ and write the result in terms of $w_2$.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -286,8 +314,24 @@ grad_scaled = (1 - p_scaled) * p_scaled
 ### END SOLUTION
 
 # %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex2_selfcheck_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# Self-check for Exercise 2(b): the weights against the lesson, the gradients against a
-# finite-difference estimate made with your own softmax.
+# Self-check for Exercise 2(b): the weights against the lesson's numbers, the gradients against a
+# precise finite-difference estimate, each to three significant figures as when graded.
+def _ex2_figure(reference):
+    """One unit in the third significant figure of `reference` (0.731 -> 0.001)."""
+    return 10.0 ** (np.floor(np.log10(abs(reference))) - 2)
+
+
+def _ex2_near(value, reference):
+    return abs(value - reference) <= _ex2_figure(reference) * (1 + 1e-9)
+
+
+def _ex2_smaller_weight_slope(gap):
+    """d w2 / d s2 for scores (gap, s2) at s2 = 0, by a central difference with a tiny step."""
+    step = 1e-4
+    weight = lambda s2: 1.0 / (1.0 + np.exp(gap - s2))  # the smaller key's softmax weight
+    return (weight(step) - weight(-step)) / (2 * step)
+
+
 def _ex2_number_problems():
     answers = {}
     for name in ("p_unscaled", "p_scaled", "grad_unscaled", "grad_scaled"):
@@ -297,22 +341,30 @@ def _ex2_number_problems():
         if raw is ...:
             return [f"{name} is still `...`: not answered yet."]
         try:
-            answers[name] = float(np.asarray(raw, dtype=float).item())
-        except (TypeError, ValueError):
-            return [f"{name} should be a single number; got {raw!r}."]
+            value = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            value = None
+        if value is None or value.size != 1 or not np.isfinite(value).all():
+            return [f"{name} should be a single number; got {str(raw)[:60]}."]
+        answers[name] = float(value.reshape(()))
     p_unscaled_, p_scaled_, grad_unscaled_, grad_scaled_ = answers.values()
+    # The larger key's weight, 1 / (1 + e^-gap), for gaps 8 and 1: the lesson's 0.9997 and 0.731.
+    larger_unscaled, larger_scaled = 1 / (1 + np.exp(-8.0)), 1 / (1 + np.exp(-1.0))
     problems = []
-    if abs(p_unscaled_ - 0.0003) < 2e-4:
+    if _ex2_near(p_unscaled_, 1 - larger_unscaled):
         problems.append("p_unscaled is the smaller key's weight: report the larger key's.")
-    elif abs(p_unscaled_ - 0.731) < 1e-3:
+    elif _ex2_near(p_unscaled_, larger_scaled):
         problems.append("p_unscaled looks scaled: use the raw scores (8, 0) here.")
-    elif abs(p_unscaled_ - 0.9997) > 2e-4:
+    elif not _ex2_near(p_unscaled_, larger_unscaled):
         problems.append(f"p_unscaled = {p_unscaled_:.5f}; the lesson gives 0.9997.")
-    if abs(p_scaled_ - 0.269) < 1e-3:
+    if _ex2_near(p_scaled_, 1 - larger_scaled):
         problems.append("p_scaled is the smaller key's weight: report the larger key's.")
-    elif abs(p_scaled_ - 0.9997) < 2e-4:
+    elif _ex2_near(p_scaled_, larger_unscaled):
         problems.append("p_scaled equals the unscaled weight: divide the scores by sqrt(64) = 8.")
-    elif abs(p_scaled_ - 0.731) > 1e-3:
+    elif _ex2_near(p_scaled_, 1.0 / (1.0 + np.exp(-8.0 / 64))):
+        problems.append("p_scaled uses scores divided by d_k = 64: the scale is "
+                        "1 / sqrt(d_k) = 1/8.")
+    elif not _ex2_near(p_scaled_, larger_scaled):
         problems.append(f"p_scaled = {p_scaled_:.4f}; the lesson gives 0.731. Did you divide "
                         "by sqrt(d_k) = 8?")
     for name, value in (("grad_unscaled", grad_unscaled_), ("grad_scaled", grad_scaled_)):
@@ -322,23 +374,22 @@ def _ex2_number_problems():
                             "never exceeds 0.25.")
     if problems:
         return problems
-    if grad_scaled_ <= grad_unscaled_:
-        problems.append("grad_scaled should be larger than grad_unscaled: scaling is what keeps "
-                        "the smaller key's gradient alive.")
-    step = 1e-5
-    try:
-        for name, value, gap in (("grad_unscaled", grad_unscaled_, 8.0),
-                                 ("grad_scaled", grad_scaled_, 1.0)):
-            up = np.asarray(softmax(np.array([gap, step])))[1]
-            down = np.asarray(softmax(np.array([gap, -step])))[1]
-            estimate = (up - down) / (2 * step)  # central difference of w2 in s2
-            if abs(value - estimate) > 0.02 * abs(estimate):
-                problems.append(f"{name} does not match a finite-difference estimate from your "
-                                "own softmax: nudge the smaller key's score by a tiny amount "
-                                "and watch how its weight moves.")
-    except Exception as err:
-        problems.append(f"could not check the gradients with your softmax "
-                        f"({type(err).__name__}: {err}).")
+    for name, value, gap in (("grad_unscaled", grad_unscaled_, 8.0),
+                             ("grad_scaled", grad_scaled_, 1.0)):
+        estimate = _ex2_smaller_weight_slope(gap)
+        if _ex2_near(value, estimate):
+            continue
+        if name == "grad_scaled" and _ex2_near(value, estimate / 8):
+            problems.append("grad_scaled is the derivative with respect to the raw score: take "
+                            "it with respect to the scaled score that goes into the softmax.")
+        elif abs(value - estimate) <= 0.2 * estimate:
+            problems.append(f"{name} is only approximately right, not to three significant "
+                            "figures: compute it from the unrounded weight (a finite difference "
+                            "needs a much smaller step, or a central difference).")
+        else:
+            problems.append(f"{name} does not match a finite-difference estimate: nudge the "
+                            "smaller key's score by a tiny amount and watch how its weight "
+                            "moves.")
     return problems
 
 
@@ -439,7 +490,22 @@ def attention(Q, K, V, mask=None):
 
 
 # %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_attention", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# Self-check for Exercise 3(a): shapes, rows, the lesson's scaling numbers and a causal mask.
+# Self-check for Exercise 3(a): shapes, rows, the lesson's scaling numbers, a causal mask and large
+# scores. float32 or float64, -inf or -1e9 for masked scores: all count.
+def _ex3_call(*args, **kwargs):
+    """attention's answer as two float arrays, or a string saying what is wrong with it."""
+    result = attention(*args, **kwargs)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        return "attention should return the pair (out, attn)."
+    if any(isinstance(x, np.ndarray) and type(x) is not np.ndarray for x in result):
+        return ("attention returns a numpy subclass (a masked array?): return plain numpy "
+                "arrays, which is what gets graded.")
+    try:
+        return tuple(np.asarray(x, dtype=float) for x in result)
+    except (TypeError, ValueError, OverflowError):
+        return "attention should return two arrays of numbers, (out, attn)."
+
+
 def _ex3_attention_problems():
     if "attention" not in globals():
         return ["attention is not defined: run the cell above first."]
@@ -450,7 +516,7 @@ def _ex3_attention_problems():
     V = rng.normal(size=(m, d_v))  # (m, d_v)
     originals = [Q.copy(), K.copy(), V.copy()]
     try:
-        result = attention(Q, K, V)
+        result = _ex3_call(Q, K, V)
     except NotImplementedError as err:
         return [f"attention is not written yet ({err})."]
     except Exception as err:
@@ -459,12 +525,15 @@ def _ex3_attention_problems():
             hint = (f" Check the shapes, with n = {n} queries and m = {m} keys: Q K^T is (n, m) "
                     "and (n, m) @ V is (n, d_v).")
         return [f"attention(Q, K, V) with mask=None raised {type(err).__name__}: {err}.{hint}"]
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        return ["attention should return the pair (out, attn)."]
-    out, attn = (np.asarray(x) for x in result)
+    if isinstance(result, str):
+        return [result]
+    out, attn = result
     if out.shape == (n, m) and attn.shape == (n, d_v):
         return ["attention seems to return (attn, out): return (out, attn)."]
     if attn.shape == (m, n):
+        if out.shape == (n, d_v) and np.allclose(out, attn.T @ V, atol=1e-5):
+            return [f"attn should have shape (n, m) = ({n}, {m}), got {attn.shape}: your weights "
+                    "are transposed; return them with one row per query."]
         return [f"attn should have shape (n, m) = ({n}, {m}), got {attn.shape}: did you multiply "
                 "K by Q? The scores are Q K^T."]
     if attn.shape != (n, m):
@@ -474,59 +543,101 @@ def _ex3_attention_problems():
     problems = []
     if any(not np.array_equal(a, b) for a, b in zip((Q, K, V), originals)):
         problems.append("attention modified Q, K or V: leave its inputs untouched.")
-    row_sums = attn.sum(axis=-1)  # (n,)
-    for i, total in enumerate(row_sums):
-        if abs(total - 1.0) > 1e-6:
-            problems.append(f"row {i} of your weights sums to {total:.2f}: did you normalise over "
-                            "the right axis? Each query's weights (a row) should sum to 1.")
-            break
-    if np.abs(out - attn @ V).max() > 1e-6:
+        Q, K, V = originals
+    try:
+        again = _ex3_call(*(rng.normal(size=x.shape) for x in (Q, K, V)))  # new values, same shapes
+    except Exception as err:
+        return problems + [f"attention raised {type(err).__name__} on new inputs: {err}"]
+    if not isinstance(again, str) and all(np.array_equal(a, b) for a, b in zip(again, result)):
+        return problems + ["attention gives the same answer for new inputs of the same shapes: "
+                           "it must not keep state (a cache, a global) between calls."]
+    if np.allclose(attn, 1.0 / m):
+        return problems + ["without a mask all your weights are equal (1/m): is a mask applied "
+                           "even when mask is None? When mask is None, skip the masking step."]
+    if not np.allclose(attn.sum(axis=-1), 1.0, rtol=0, atol=1e-5):
+        if np.allclose(attn.sum(axis=0), 1.0, rtol=0, atol=1e-5):
+            return problems + ["each column of your weights sums to 1 instead of each row: did "
+                               "you normalise over the right axis? Each query's weights (a row) "
+                               "should sum to 1."]
+        return problems + ["the rows of your weights do not sum to 1: divide each row by its "
+                           "own sum, so that each query's weights sum to 1."]
+    if not np.abs(out - attn @ V).max() <= 1e-5:
         problems.append("out is not attn @ V: each output row is the weighted sum of the values.")
     # The lesson's numbers: d_k = 64, raw scores (8, 0), so the scaled weight is 0.731.
     q = np.zeros((1, 64))  # (1, d_k)
     q[0, 0] = 8.0
     keys = np.zeros((2, 64))  # (2, d_k): q.k1 = 8, q.k2 = 0
     keys[0, 0] = 1.0
-    _, lesson_attn = attention(q, keys, np.eye(2))  # (1, 2)
-    weight = float(np.asarray(lesson_attn)[0, 0])
+    try:
+        lesson = _ex3_call(q, keys, np.eye(2))  # attn (1, 2)
+        if isinstance(lesson, str):
+            return problems + [lesson]
+        weight = float(lesson[1][0, 0])
+    except Exception as err:
+        return problems + [f"attention on one query and two keys raised {type(err).__name__}: "
+                           f"{err}"]
     if abs(weight - 0.9997) < 1e-4:
         problems.append("with d_k = 64 and raw scores (8, 0) your weight is 0.9997, the unscaled "
                         "value: divide the scores by sqrt(d_k).")
-    elif abs(weight - 0.731) > 1e-3:
+    elif not abs(weight - 0.731) <= 1e-3:
         problems.append(f"with d_k = 64 and raw scores (8, 0) your weight is {weight:.4f}; the "
                         "lesson gives 0.731. Check the scale 1 / sqrt(d_k).")
-    T = 4
+    return problems + _ex3_mask_problems(rng, d_k) + _ex3_large_score_problems(rng)
+
+
+def _ex3_mask_problems(rng, d_k):
+    """A causal mask, judged against your own unmasked weights on the same inputs."""
+    T = 5
     future = np.arange(T)[None, :] > np.arange(T)[:, None]  # (T, T): True where key j > query t
     X = rng.normal(size=(T, d_k))  # (T, d_k)
     mask_copy = future.copy()
     try:
-        _, masked = attention(X, X, X, mask=future)
+        unmasked = _ex3_call(X, X, X)
+        masked = _ex3_call(X, X, X, mask=future)
     except Exception as err:
-        return problems + [f"attention with a mask raised {type(err).__name__}: {err}"]
-    masked = np.asarray(masked, dtype=float)  # (T, T)
+        return [f"attention with a mask raised {type(err).__name__}: {err}"]
+    if isinstance(masked, str) or isinstance(unmasked, str) or masked[1].shape != (T, T):
+        return [f"with T = {T} queries and keys and a mask, attn should be ({T}, {T})."]
+    problems = []
     if not np.array_equal(future, mask_copy):
         problems.append("attention modified the mask: leave its inputs untouched.")
-    if masked.shape != (T, T):
-        return problems + [f"with T = {T} queries and keys, attn should be ({T}, {T}); "
-                           f"got {masked.shape}."]
-    if np.isnan(masked).any():
-        problems.append("with the causal mask your weights contain NaN: is a whole row masked?")
-    weights = np.nan_to_num(masked)  # (T, T): NaN counted as no weight
-    leak = np.abs(weights[future]).max()
-    if leak > 1e-9:
-        kept = np.abs(weights[~future]).max()
-        if kept < 1e-9:
-            problems.append("your mask works backwards: True means 'masked out' (weight 0).")
-        else:
-            problems.append(f"a masked (future) key still gets weight {leak:.3f}: set masked "
-                            "scores to -inf (or a huge negative number) before the softmax; 0 is "
-                            "not enough.")
-    for t, total in enumerate(masked.sum(axis=-1)):
-        if abs(total - 1.0) > 1e-6:
-            problems.append(f"with the causal mask, row {t} sums to {total:.2f}: mask the scores "
-                            "before the softmax, so the remaining weights still sum to 1.")
-            break
+    weights, plain = masked[1], unmasked[1]  # (T, T) each
+    has_future = future.any(axis=-1)  # (T,): rows with a key to hide (all but the last)
+    with np.errstate(invalid="ignore"):
+        leak = np.nan_to_num(np.abs(weights[future])).max()
+        kept = np.nan_to_num(np.abs(weights[~future & has_future[:, None]])).max()
+    if np.allclose(weights, plain, atol=1e-6):
+        problems.append("the mask has no effect: set the scores where it is True to -inf (or a "
+                        "large negative number such as -1e9) before the softmax.")
+    elif leak > 1e-6 and kept <= 1e-6:
+        problems.append("your mask works backwards: True means 'masked out' (weight 0), and "
+                        "your weights hide the other keys instead.")
+    elif leak > 1e-6:
+        problems.append("a masked (future) key still gets weight: set masked scores to -inf (or "
+                        "a large negative number such as -1e9) before the softmax; 0 is not "
+                        "enough.")
+    elif not np.allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-5):
+        problems.append("with the causal mask your rows no longer sum to 1: mask the scores "
+                        "before the softmax, so the remaining weights still sum to 1.")
     return problems
+
+
+def _ex3_large_score_problems(rng):
+    """Scores near 800 (exp overflows above about 709) must give the same weights as near 0."""
+    Q, K, V = rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), rng.normal(size=(3, 2))
+    shift = np.full((3, 1), 40.0)  # an extra component 40: every scaled score gains 800
+    try:
+        with np.errstate(all="ignore"):
+            moderate = _ex3_call(np.hstack([Q, 0 * shift]), np.hstack([K, 0 * shift]), V)
+            large = _ex3_call(np.hstack([Q, shift]), np.hstack([K, shift]), V)
+    except Exception as err:
+        return [f"attention with scores near 800 raised {type(err).__name__}: {err}"]
+    if isinstance(large, str) or isinstance(moderate, str):
+        return []
+    if np.all(np.isfinite(moderate[1])) and not np.all(np.isfinite(large[1])):
+        return ["with scores near 800 your weights contain inf or NaN: exp overflowed. Subtract "
+                "each row's largest score before calling np.exp."]
+    return []
 
 
 _report("Exercise 3(a)", _ex3_attention_problems())
@@ -556,7 +667,9 @@ def _ex3_causal_mask_problems():
         return [f"causal_mask is not written yet ({err})."]
     except Exception as err:
         return [f"causal_mask({T}) raised {type(err).__name__}: {err}"]
-    if not isinstance(got, np.ndarray):
+    try:
+        got = np.asarray(got)
+    except Exception:
         return [f"causal_mask should return a numpy array; got {type(got).__name__}."]
     if got.shape != (T, T):
         return [f"causal_mask({T}) should have shape ({T}, {T}); got {got.shape}."]

@@ -15,13 +15,15 @@ import shutil
 from pathlib import Path
 
 import jinja2
+import nbgrader
 from nbconvert.exporters import TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import find_all_files
 from traitlets.config import Config
 
-from sdpa_course.coursedir import Course
+from sdpa_course.course.directory import Course
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 
 _IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")
@@ -78,9 +80,6 @@ class ClassFeedbackExporter(FeedbackExporter):
 
 def feedback_exporter(course: Course):
     """An HTMLExporter set up as GenerateFeedback sets up its own, with its preprocessors."""
-    import nbgrader
-    from nbgrader.converters import GenerateFeedback
-
     config = copy.deepcopy(course.config)
     templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     extra = Config()

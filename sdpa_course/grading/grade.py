@@ -2,13 +2,15 @@
 
 The pipeline, in order (each step its own module):
 
-1. find the submissions (`submissions`) and skip those already recorded (`records`),
-   unless `--force`;
-2. per submission, in this process: nbgrader's sanitising pass (`recording.prepare`);
-3. in a worker process: the engine grades the sanitised notebook (`workers`);
+1. find the submissions (`grading.submissions`) and skip those already recorded
+   (`reports.records`), unless `--force`;
+2. per submission, in this process: nbgrader's sanitising pass (`grading.recording.prepare`);
+3. in a worker process: the engine grades the sanitised notebook (`grading.workers`, or
+   `grading.dask_executor` on a Dask cluster), through `engine_call`;
 4. back in this process, the only gradebook writer: nbgrader's autograding pass with the
-   engine's scores, the gradebook, the feedback (`recording.record`), then the record;
-5. the class report (`class_report`) and the summary or `--json` on stdout.
+   engine's scores, the gradebook, the feedback page (`grading.recording.record`), then the
+   record;
+5. the class report (`reports.class_report`) and the summary or `--json` on stdout.
 
 A student the kit cannot grade is `failed` with a reason: kept out of the gradebook's scores,
 listed in the report and in `--json`, and the exit status is 1.
@@ -23,12 +25,22 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nbgrader.api import Gradebook
 from traitlets import Float
 from traitlets.config import Configurable
 
-from sdpa_course import records
-from sdpa_course.coursedir import Course
-from sdpa_course.engine import GradingFailed
+from autograder.engine import grade_submission
+from sdpa_course.course.directory import Course
+from sdpa_course.engine_call import Engine
+from sdpa_course.errors import GradingFailed, KitError
+from sdpa_course.grading.gradebook import has_submission, shared_gradebook
+from sdpa_course.grading.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
+from sdpa_course.grading.progress import Progress
+from sdpa_course.grading.recording import SubmissionRecorder
+from sdpa_course.grading.submissions import find_submissions
+from sdpa_course.grading.workers import WorkerPool
+from sdpa_course.reports import records
+from sdpa_course.reports.class_report import write_class_report
 
 
 class ClassGrading(Configurable):
@@ -73,28 +85,8 @@ def _quiet_known_warnings() -> None:
     warnings.filterwarnings("ignore", message=".*missing an id field.*")  # nbformat 4.4 files
 
 
-def _engine_spec(course: Course) -> str:
-    """The configured engine, checked to load here before any worker relies on it."""
-    from sdpa_course.cli import KitError
-    from sdpa_course.engine import load_engine
-    from sdpa_course.nbgrader_ext.autograde import EngineGrades
-
-    spec = EngineGrades(config=course.config).engine
-    try:
-        load_engine(spec)
-    except Exception as err:
-        raise KitError(f"cannot load the grading engine {spec!r} (EngineGrades.engine): "
-                       f"{type(err).__name__}: {err}") from None
-    return spec
-
-
 def _recorded(course: Course, submissions: list, force: bool) -> tuple[list, dict[str, dict]]:
     """(to grade, already recorded): recorded means for this very submission, nothing missing."""
-    from nbgrader.api import Gradebook
-
-    from sdpa_course.cli import KitError
-    from sdpa_course.gradebook import has_submission
-
     known = records.load_records(course.reports_dir)
     todo, done = [], {}
     with Gradebook(course.db_url, course.course_id) as gradebook:
@@ -185,20 +177,17 @@ class _GradingRun:
 
 
 def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = False,
-                 progress_stream=None, scheduler: str | None = None) -> ClassResult:
+                 progress_stream=None, scheduler: str | None = None,
+                 engine: Engine = grade_submission) -> ClassResult:
     """Grade every submission of the course; the plain function behind `sdpa-course grade`.
 
     The engine runs in `workers` local processes, or on the Dask cluster whose scheduler is
-    at `scheduler` (`sdpa_course.dask_executor`); the rest of the pipeline is the same.
+    at `scheduler` (`sdpa_course.grading.dask_executor`); the rest of the pipeline is the same.
+    `engine` grades one notebook file: the kit's own unless a test passes a stand-in (local
+    processes only: Dask workers always run the kit's engine, as installed on them).
     """
-    from sdpa_course.cli import KitError
-    from sdpa_course.gradebook import shared_gradebook
-    from sdpa_course.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
-    from sdpa_course.progress import Progress
-    from sdpa_course.recording import SubmissionRecorder
-    from sdpa_course.submissions import find_submissions
-    from sdpa_course.workers import WorkerPool
-
+    if scheduler and engine is not grade_submission:
+        raise ValueError("a stand-in engine grades in local processes only, not on Dask workers")
     course = Course.open(course_dir)
     submitted = course.root / course.coursedir.submitted_directory
     submissions = find_submissions(submitted, course.assignment, course.notebook)
@@ -211,13 +200,13 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
         todo, result.records = _recorded(course, submissions, force)
         if todo:
             if scheduler:
-                from sdpa_course.dask_executor import DaskExecutor
+                # deferred: Dask is an optional extra, needed only with --scheduler
+                from sdpa_course.grading.dask_executor import DaskExecutor
 
-                executor = DaskExecutor(scheduler, _engine_spec(course))
+                executor = DaskExecutor(scheduler)
             else:
                 executor = WorkerPool(min(workers or os.cpu_count() or 1, len(todo)),
-                                      _engine_spec(course),
-                                      deadline=settings.submission_deadline)
+                                      deadline=settings.submission_deadline, engine=engine)
             # workers first: they start before the gradebook connection exists
             with executor as pool, \
                     shared_gradebook(course.db_url, course.course_id) as gradebook, \
@@ -225,8 +214,6 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
                     Progress(len(todo), stream=progress_stream) as progress:
                 recorder = SubmissionRecorder(course, gradebook)
                 _GradingRun(course, recorder, pool, progress, result).grade(todo)
-
-    from sdpa_course.class_report import write_class_report
 
     result.records = dict(sorted(result.records.items()))
     result.reports = write_class_report(result.records, course.reports_dir, course.assignment)
@@ -254,10 +241,11 @@ def _print_summary(result: ClassResult, stream) -> None:
 
 def grade_class(
     course_dir: Path, *, workers: int | None = None, force: bool = False, as_json: bool = False,
-    scheduler: str | None = None,
+    scheduler: str | None = None, engine: Engine = grade_submission,
 ) -> int:
     """`sdpa-course grade`: exit status 0 when every student is graded, 1 when any failed."""
-    result = grade_course(Path(course_dir), workers=workers, force=force, scheduler=scheduler)
+    result = grade_course(Path(course_dir), workers=workers, force=force, scheduler=scheduler,
+                          engine=engine)
     if as_json:
         json.dump(result.as_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from sdpa_course.engine import GradingFailed, close_pool, grade_path, load_engine, make_pool
+from autograder.engine import grade_submission
+from sdpa_course.engine_call import Engine, grade_path, sandbox_pool
+from sdpa_course.errors import GradingFailed
 
 
 @dataclass
@@ -29,17 +31,9 @@ class Outcome:
     retry: bool = False  # the failure came from the kit, not the submission: grade again later
 
 
-def _worker_main(conn, engine_spec: str) -> None:
+def _worker_main(conn, engine: Engine) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    try:
-        engine = load_engine(engine_spec)
-    except Exception as err:  # say why on every task rather than die without a word
-        broken = f"the grading engine {engine_spec} cannot be loaded: {type(err).__name__}: {err}"
-        engine = None
-    try:
-        pool = make_pool(engine_spec) if engine is not None else None
-    except Exception:  # no fork-server: the engine starts its sandbox per submission
-        pool = None
+    pool = sandbox_pool()
     try:
         while True:
             try:
@@ -49,11 +43,8 @@ def _worker_main(conn, engine_spec: str) -> None:
             if task is None:
                 break
             key, path = task
-            if engine is None:
-                conn.send(Outcome(key, error=broken, retry=True))
-                continue
             try:
-                conn.send(Outcome(key, report=grade_path(engine, Path(path), pool)))
+                conn.send(Outcome(key, report=grade_path(Path(path), engine=engine, pool=pool)))
             except GradingFailed as err:
                 conn.send(Outcome(key, error=str(err), retry=err.retry))
             except Exception as err:
@@ -61,13 +52,13 @@ def _worker_main(conn, engine_spec: str) -> None:
                                               f"{type(err).__name__}: {err}", retry=True))
     finally:
         if pool is not None:
-            close_pool(pool)
+            pool.close()
 
 
 class _Worker:
-    def __init__(self, context, engine_spec: str):
+    def __init__(self, context, engine: Engine):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, engine_spec))
+        self.process = context.Process(target=_worker_main, args=(child, engine))
         self.process.start()
         child.close()
         self.task: tuple[str, str] | None = None
@@ -97,11 +88,16 @@ class _Worker:
 
 
 class WorkerPool:
-    """`submit(key, path)` then `poll()` for outcomes until `busy` is False."""
+    """`submit(key, path)` then `poll()` for outcomes until `busy` is False.
 
-    def __init__(self, workers: int | None, engine_spec: str, *, deadline: float):
+    `engine` grades one notebook file in a worker: `autograder.engine.grade_submission`
+    unless a test passes a stand-in.
+    """
+
+    def __init__(self, workers: int | None, *, deadline: float,
+                 engine: Engine = grade_submission):
         self.size = max(1, workers or os.cpu_count() or 1)
-        self.engine_spec = engine_spec
+        self.engine = engine
         self.deadline = deadline
         # fork: no re-import of the caller's main module, and a quick start; the pool is
         # entered before the gradebook is opened, so no database connection is inherited.
@@ -112,7 +108,7 @@ class WorkerPool:
 
     def __enter__(self) -> WorkerPool:
         while len(self.workers) < self.size:
-            self.workers.append(_Worker(self.context, self.engine_spec))
+            self.workers.append(_Worker(self.context, self.engine))
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -130,7 +126,7 @@ class WorkerPool:
         while self.queue:
             idle = next((w for w in self.workers if w.task is None), None)
             if idle is None and len(self.workers) < self.size:
-                idle = _Worker(self.context, self.engine_spec)
+                idle = _Worker(self.context, self.engine)
                 self.workers.append(idle)
             if idle is None:
                 return

@@ -4,22 +4,18 @@ The instructor registers `GradingPlugin` when it connects; on every worker (and 
 joins later) its `setup` checks that the worker runs the instructor's kit and exercises
 (`kit_version`) and refuses otherwise, then starts the worker's sandbox pool (one zygote per
 worker process, as in the local pool). `grade_task` grades one submission's contents with the
-engine's `grade_content` and returns a plain dict; it never sees a file of the instructor's
-nor the gradebook. Workers need the kit installed: `pip install 'sdpa-course[dask]'`.
+engine (`autograder.engine.grade_content`) and returns a plain dict; it never sees a file of
+the instructor's nor the gradebook. Workers need the kit installed:
+`pip install 'sdpa-course[dask]'`.
 """
 
 from __future__ import annotations
 
 from distributed import WorkerPlugin, get_worker
 
-from sdpa_course.engine import (
-    GradingFailed,
-    close_pool,
-    grade_bytes,
-    load_content_engine,
-    make_pool,
-)
-from sdpa_course.kit_version import kit_fingerprint, version_mismatch
+from sdpa_course.engine_call import grade_bytes, sandbox_pool
+from sdpa_course.errors import GradingFailed
+from sdpa_course.grading.kit_version import kit_fingerprint, version_mismatch
 
 PLUGIN_NAME = "sdpa-course-grading"
 
@@ -38,23 +34,20 @@ class GradingPlugin(WorkerPlugin):
 
     name = PLUGIN_NAME
 
-    def __init__(self, expected: dict[str, str], engine_spec: str):
+    def __init__(self, expected: dict[str, str]):
         self.expected = dict(expected)
-        self.engine_spec = engine_spec
         self._pool = None
 
     def setup(self, worker) -> None:
         refusal = _refusal(self.expected, worker.address)
         if refusal:
             raise KitMismatch(refusal)
-        load_content_engine(self.engine_spec)  # fails here, on connect, rather than per task
-        try:
-            self._pool = make_pool(self.engine_spec)
-            start = getattr(self._pool, "start", None)
-            if callable(start):
-                start(wait=False)  # the zygote boots while the first submission is on its way
-        except Exception:  # no fork-server: the engine starts its sandbox per submission
-            self._pool = None
+        self._pool = sandbox_pool()
+        if self._pool is not None:
+            try:
+                self._pool.start(wait=False)  # the zygote boots while the first task travels
+            except Exception:  # no fork-server: the engine starts its sandbox per submission
+                self._pool = None
 
     def pool(self):
         """The worker's sandbox pool (None: the engine starts a sandbox per submission)."""
@@ -62,7 +55,7 @@ class GradingPlugin(WorkerPlugin):
 
     def teardown(self, worker) -> None:
         if self._pool is not None:
-            close_pool(self._pool)
+            self._pool.close()
             self._pool = None
 
 
@@ -74,10 +67,10 @@ def _plugin() -> GradingPlugin | None:
     return plugin if isinstance(plugin, GradingPlugin) else None
 
 
-def grade_task(content: bytes, name: str, engine_spec: str, expected: dict[str, str]) -> dict:
+def grade_task(content: bytes, name: str, expected: dict[str, str]) -> dict:
     """Grade one submission's contents on this worker: {"report": ...} or {"error": ...}.
 
-    Pure: the same contents, engine and kit give the same report, so Dask may run it again
+    Pure: the same contents and kit give the same report, so Dask may run it again
     on another worker when one dies. A fault of the kit (not of the submission) is raised, so
     Dask's `retries` try once more and the instructor then records it as "retry next run".
     """
@@ -91,7 +84,7 @@ def grade_task(content: bytes, name: str, engine_spec: str, expected: dict[str, 
     plugin = _plugin()
     pool = plugin.pool() if plugin is not None and plugin.expected == expected else None
     try:
-        return {"report": grade_bytes(load_content_engine(engine_spec), content, name, pool)}
+        return {"report": grade_bytes(content, name, pool=pool)}
     except GradingFailed as err:
         if err.retry:
             raise

@@ -11,10 +11,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.errors import KitError
 
 CONFIG_FILE = "nbgrader_config.py"
 
@@ -41,21 +43,17 @@ class Course:
 
     root: Path
     config: Config
-    coursedir: object  # nbgrader.coursedir.CourseDirectory
+    coursedir: CourseDirectory
     assignment: str = ASSIGNMENT
     notebook: str = NOTEBOOK
 
     @classmethod
     def open(cls, course_dir: Path) -> Course:
-        from sdpa_course.cli import KitError
-
         root = Path(course_dir).resolve()
         if not (root / CONFIG_FILE).is_file():
             raise KitError(f"{root} is not a course directory (no {CONFIG_FILE}); "
                            "create one with `sdpa-course init DIR`")
         put_venv_bin_on_path()
-        from nbgrader.coursedir import CourseDirectory
-
         config = load_config(root)
         return cls(root=root, config=config, coursedir=CourseDirectory(config=config))
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 import html
 import textwrap
 
-# Student-facing explanations of the diagnosis codes (CONTRACT section 3).
+from autograder.exercises import EXERCISES
+
+# Student-facing explanations of the diagnosis codes (CONTRACT section 3), keyed by the codes
+# of `autograder.diagnoses.codes` (a test holds them to it); a code without one shows bare.
 DIAGNOSIS_HINTS = {
     "no-scaling": "the scores are not divided by sqrt(d_k)",
     "wrong-scale": "the scores are scaled by the wrong factor (use sqrt(d_k), the key dimension)",
@@ -37,11 +40,9 @@ DIAGNOSIS_HINTS = {
     "forbidden-import": "the code tried to import the reference solution or the grader",
 }
 
-EXERCISE_TITLES = {
-    "ex1": "Exercise 1: attention by hand",
-    "ex2": "Exercise 2: scaled vs unscaled softmax",
-    "ex3": "Exercise 3: causal scaled dot-product attention",
-}
+def exercise_heading(exercise: str) -> str:
+    """`Exercise 3: causal scaled dot-product attention`, or the key of an unknown exercise."""
+    return EXERCISES[exercise].heading if exercise in EXERCISES else exercise
 
 
 def _points(x: float) -> str:
@@ -55,7 +56,7 @@ def diagnosis_line(code: str) -> str:
 
 def exercise_text(exercise: str, result: dict) -> str:
     """The plain-text message shown under a graded cell (its stdout)."""
-    title = EXERCISE_TITLES.get(exercise, exercise)
+    title = exercise_heading(exercise)
     lines = [f"{title}: {_points(result['score'])} / {_points(result['max_score'])} points"]
     diagnoses = result.get("diagnoses") or []
     if diagnoses:
@@ -79,7 +80,7 @@ def summary_markdown(report: dict, pending: list[tuple[str, float]]) -> str:
     cell = '<td style="padding: 3px 14px 3px 0; vertical-align: top">'
     rows = []
     for exercise, result in (report.get("exercises") or {}).items():
-        title = html.escape(EXERCISE_TITLES.get(exercise, exercise))
+        title = html.escape(exercise_heading(exercise))
         noticed = "<br>".join(html.escape(diagnosis_line(c)) for c in result.get("diagnoses") or [])
         rows.append(f"<tr>{cell}{title}</td>{cell}{_points(result['score'])} / "
                     f"{_points(result['max_score'])}</td>{cell}{noticed or '—'}</td></tr>")

@@ -14,6 +14,9 @@ Faults:
 - each key gives exactly one outcome, however often its task ran;
 - the scheduler going away stops the run (`KitError`): every student recorded so far is
   complete in the gradebook, the others have no record, and rerunning grades just those.
+
+Dask is an optional extra (`sdpa-course[dask]`): `grade` imports this module only for
+`--scheduler`, and this module imports Dask.
 """
 
 from __future__ import annotations
@@ -23,26 +26,25 @@ import queue
 from concurrent.futures import CancelledError
 from pathlib import Path
 
-from sdpa_course.kit_version import kit_fingerprint
-from sdpa_course.workers import Outcome
+from dask.base import tokenize
+from distributed import Client
+from distributed.scheduler import KilledWorker
+
+from sdpa_course.errors import KitError
+from sdpa_course.grading.dask_worker import PLUGIN_NAME, GradingPlugin, KitMismatch, grade_task
+from sdpa_course.grading.kit_version import kit_fingerprint
+from sdpa_course.grading.workers import Outcome
 
 CONNECT_SECONDS = 10.0
 WORKERS_SECONDS = 60.0
 
 
-def _kit_error(message: str) -> Exception:
-    from sdpa_course.cli import KitError
-
-    return KitError(message)
-
-
 class DaskExecutor:
     """`submit(key, path)` then `poll()` for outcomes until `busy` is False, on Dask workers."""
 
-    def __init__(self, scheduler: str, engine_spec: str, *, retries: int = 1,
+    def __init__(self, scheduler: str, *, retries: int = 1,
                  connect_timeout: float | None = None, workers_timeout: float | None = None):
         self.address = scheduler
-        self.engine_spec = engine_spec
         self.retries = retries
         self.connect_timeout = connect_timeout or CONNECT_SECONDS
         self.workers_timeout = workers_timeout or WORKERS_SECONDS
@@ -63,49 +65,35 @@ class DaskExecutor:
         self.close()
 
     def _connect(self) -> None:
-        from distributed import Client
-
-        from sdpa_course.dask_worker import PLUGIN_NAME, GradingPlugin, KitMismatch
-        from sdpa_course.engine import load_content_engine
-
-        try:
-            load_content_engine(self.engine_spec)
-        except Exception as err:
-            raise _kit_error(f"the grading engine {self.engine_spec!r} cannot grade on Dask "
-                             f"workers: {err}") from None
         try:
             self.client = Client(self.address, timeout=self.connect_timeout,
                                  set_as_default=False)
         except (OSError, TimeoutError, ValueError) as err:
-            raise _kit_error(f"cannot reach the Dask scheduler at {self.address}: {err}. Start "
-                             f"one with `dask scheduler` and workers with `dask worker "
-                             f"{self.address}`") from None
+            raise KitError(f"cannot reach the Dask scheduler at {self.address}: {err}. Start "
+                           f"one with `dask scheduler` and workers with `dask worker "
+                           f"{self.address}`") from None
         try:
             self.client.wait_for_workers(1, timeout=self.workers_timeout)
         except TimeoutError:
-            raise _kit_error(f"no Dask worker joined the scheduler at {self.address} within "
-                             f"{self.workers_timeout:g} s: start some with `dask worker "
-                             f"{self.address}`") from None
+            raise KitError(f"no Dask worker joined the scheduler at {self.address} within "
+                           f"{self.workers_timeout:g} s: start some with `dask worker "
+                           f"{self.address}`") from None
         try:
-            self.client.register_plugin(GradingPlugin(self.expected, self.engine_spec),
+            self.client.register_plugin(GradingPlugin(self.expected),
                                         name=PLUGIN_NAME)
         except KitMismatch as err:
-            raise _kit_error(str(err)) from None
+            raise KitError(str(err)) from None
         except Exception as err:
-            raise _kit_error(f"a Dask worker could not set up grading: {type(err).__name__}: "
-                             f"{err}. Workers need the kit installed: pip install "
-                             f"'sdpa-course[dask]'") from None
+            raise KitError(f"a Dask worker could not set up grading: {type(err).__name__}: "
+                           f"{err}. Workers need the kit installed: pip install "
+                           f"'sdpa-course[dask]'") from None
 
     def submit(self, key: str, path: Path) -> None:
         """Ship the notebook at `path` (its bytes) to be graded; its outcome comes as `key`."""
-        from dask.base import tokenize
-
-        from sdpa_course.dask_worker import grade_task
-
         if key in self.futures:  # already on its way: one outcome per key
             return
         content = Path(path).read_bytes()
-        args = (content, str(path), self.engine_spec, self.expected)
+        args = (content, str(path), self.expected)
         future = self.client.submit(grade_task, *args, key=f"sdpa-grade-{key}-{tokenize(*args)}",
                                     pure=True, retries=self.retries)
         self.futures[key] = future
@@ -137,10 +125,6 @@ class DaskExecutor:
         return outcomes
 
     def _outcome(self, key: str, future) -> Outcome:
-        from distributed.scheduler import KilledWorker
-
-        from sdpa_course.dask_worker import KitMismatch
-
         if future.status == "cancelled":
             raise self._scheduler_lost()
         try:
@@ -148,7 +132,7 @@ class DaskExecutor:
         except CancelledError:
             raise self._scheduler_lost() from None
         except KitMismatch as err:
-            raise _kit_error(str(err)) from None
+            raise KitError(str(err)) from None
         except KilledWorker:
             return Outcome(key, error="the Dask workers grading it died, more than once: "
                                       "see the workers' logs", retry=True)
@@ -158,7 +142,7 @@ class DaskExecutor:
         return Outcome(key, report=result.get("report"), error=result.get("error"))
 
     def _scheduler_lost(self) -> Exception:
-        return _kit_error(
+        return KitError(
             f"the Dask scheduler at {self.address} went away; {len(self.futures)} submissions "
             f"were not graded. Every student recorded before that is complete in the "
             f"gradebook: rerun the same command, once the scheduler is back, to grade the rest")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.errors import KitError
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # sdpa_course/
 KINDS = ("source", "solutions")
 
 
@@ -23,8 +24,6 @@ def material_dir(kind: str) -> Path:
     for folder in candidates:
         if (folder / ASSIGNMENT / f"{NOTEBOOK}.ipynb").is_file():
             return folder
-    from sdpa_course.cli import KitError
-
     looked = ", ".join(str(folder) for folder in candidates)
     raise KitError(f"the kit's {kind} notebooks are missing (looked in {looked}); "
                    "reinstall sdpa-course, or run `sdpa-course build` in a checkout")

@@ -1,14 +1,18 @@
-"""Course directories: `sdpa-course init` creates one, `sdpa-course release` builds its release."""
+"""`sdpa-course init`: a new nbgrader course directory, ready to release.
+
+It holds the kit's `nbgrader_config.py` (every setting lives in
+`sdpa_course.nbgrader_ext.config`) and the source notebook, copied from the kit's material.
+"""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from sdpa_course.cli import KitError
-from sdpa_course.coursedir import CONFIG_FILE, Course
-from sdpa_course.material import notebook_path
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
+from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK
+from sdpa_course.course.directory import CONFIG_FILE
+from sdpa_course.course.material import notebook_path
+from sdpa_course.errors import KitError
 
 # The same configuration as the repository root's nbgrader_config.py: every setting lives in
 # sdpa_course.nbgrader_ext.config (tests/test_course.py holds the two files' code equal).
@@ -42,24 +46,3 @@ def init_course(path: Path, *, force: bool = False) -> Path:
     (path / CONFIG_FILE).write_text(CONFIG_TEXT, encoding="utf-8")
     shutil.copyfile(source, notebook_dir / f"{NOTEBOOK}.ipynb")
     return path.resolve()
-
-
-def release_assignment(course_dir: Path) -> Path:
-    """Run nbgrader's generate_assignment in-process (overwriting); return release/<assignment>."""
-    course = Course.open(course_dir)  # refuses a folder without nbgrader_config.py
-    notebook = course.root / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    if not notebook.is_file():
-        raise KitError(f"{course.root} has no source notebook "
-                       f"{notebook.relative_to(course.root)}; "
-                       "`sdpa-course init --force DIR` puts it back")
-    from nbgrader.apps import NbGraderAPI
-
-    api = NbGraderAPI(config=course.config)
-    result = api.generate_assignment(ASSIGNMENT, force=True, create=True)
-    if not result.get("success"):
-        details = (result.get("error") or result.get("log") or "").strip()
-        raise KitError(f"nbgrader could not build the release of {ASSIGNMENT!r}:\n{details}")
-    release = Path(api.coursedir.format_path(api.coursedir.release_directory, ".", ASSIGNMENT))
-    if not (release / f"{NOTEBOOK}.ipynb").is_file():
-        raise KitError(f"nbgrader reported success but wrote no {release / NOTEBOOK}.ipynb")
-    return release.resolve()

@@ -12,7 +12,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from sdpa_course.records import FAILED, GRADED
+from sdpa_course.reports.records import FAILED, GRADED
 
 
 def exercise_names(records: dict[str, dict]) -> list[str]:
@@ -52,12 +52,22 @@ def write_csv(records: dict[str, dict], path: Path) -> None:
             ])
 
 
-def _plot_scores(records: dict[str, dict], path: Path) -> None:
-    import matplotlib
+def _pyplot():
+    """matplotlib's pyplot, drawing to files only.
+
+    Deferred: importing pyplot takes about half a second and picks a global backend, which
+    only the class report needs (and `Agg` must be chosen before pyplot is imported).
+    """
+    import matplotlib  # deferred: see above
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: see above
 
+    return plt
+
+
+def _plot_scores(records: dict[str, dict], path: Path) -> None:
+    plt = _pyplot()
     exercises = exercise_names(records)
     graded = [r for r in records.values() if r["status"] == GRADED]
     fig, axes = plt.subplots(1, max(1, len(exercises)), figsize=(4 * max(1, len(exercises)), 3),
@@ -81,11 +91,7 @@ def _plot_scores(records: dict[str, dict], path: Path) -> None:
 
 
 def _plot_diagnoses(counts: Counter, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     items = counts.most_common()
     fig, ax = plt.subplots(figsize=(7, 0.35 * max(3, len(items)) + 1))
     if items:

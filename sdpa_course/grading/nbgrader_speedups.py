@@ -13,17 +13,17 @@ Both are scoped to a grading run (context managers) and change no result:
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from functools import lru_cache
 
 import jsonschema
+from nbgrader.nbgraderformat import common
 from sqlalchemy import event, text
 
 
 @lru_cache(maxsize=8)
 def _validator(schema_json: str):
-    import json
-
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -32,8 +32,6 @@ def _validator(schema_json: str):
 
 def _validate(instance, schema, *args, **kwargs):
     """`jsonschema.validate` with the schema checked once."""
-    import json
-
     error = jsonschema.exceptions.best_match(
         _validator(json.dumps(schema, sort_keys=True)).iter_errors(instance))
     if error is not None:
@@ -51,8 +49,6 @@ class _JsonschemaOnce:
 
 @contextmanager
 def schema_checked_once():
-    from nbgrader.nbgraderformat import common
-
     saved = common.jsonschema
     common.jsonschema = _JsonschemaOnce()
     try:

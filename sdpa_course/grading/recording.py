@@ -18,13 +18,15 @@ from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import find_all_files
+from traitlets.utils.importstring import import_item
 
-from sdpa_course.coursedir import Course
-from sdpa_course.engine import GradingFailed
-from sdpa_course.feedback import FeedbackWriter
-from sdpa_course.gradebook import clear_failed_submission
-from sdpa_course.nbgrader_ext.autograde import METADATA_KEY, EngineGrades
-from sdpa_course.submissions import Submission, read_submitted_notebook
+from sdpa_course.assignment import METADATA_KEY
+from sdpa_course.course.directory import Course
+from sdpa_course.errors import GradingFailed, KitError
+from sdpa_course.grading.feedback import FeedbackWriter
+from sdpa_course.grading.gradebook import clear_failed_submission
+from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+from sdpa_course.nbgrader_ext.autograde import EngineGrades
 
 
 def _write(nb, path: Path) -> None:
@@ -39,8 +41,6 @@ def _steps(course: Course, name: str) -> list:
     steps = []
     for cls in classes:
         if isinstance(cls, str):
-            from traitlets.utils.importstring import import_item
-
             cls = import_item(cls)
         steps.append(cls(config=course.config))
     return steps
@@ -50,8 +50,6 @@ class SubmissionRecorder:
     """Runs nbgrader's autograde steps for one submission at a time, around the engine."""
 
     def __init__(self, course: Course, gradebook: Gradebook):
-        from sdpa_course.cli import KitError
-
         self.course = course
         self.gradebook = gradebook
         self.sanitize_steps = _steps(course, "sanitize_preprocessors")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from sdpa_course.engine import GradingFailed
+from sdpa_course.errors import GradingFailed
 
 TIMESTAMP_FILE = "timestamp.txt"
 

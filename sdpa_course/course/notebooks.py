@@ -28,8 +28,9 @@ from nbgrader.preprocessors import (
     LockCells,
 )
 
-from sdpa_course.nbgrader_ext.clear_solutions import BUILD_NOTE_KEY, ExerciseClearSolutions
-from sdpa_course.nbgrader_ext.config import ASSIGNMENT, NOTEBOOK
+from sdpa_course.assignment import ASSIGNMENT, METADATA_KEY, NOTEBOOK
+from sdpa_course.errors import KitError
+from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
 
 BEGIN_SOLUTION = "BEGIN SOLUTION"
 END_SOLUTION = "END SOLUTION"
@@ -147,13 +148,11 @@ def build_notebooks(root: Path) -> list[Path]:
     root = Path(root)
     text_path = text_source_path(root)
     if not text_path.is_file():
-        from sdpa_course.cli import KitError
-
         raise KitError(f"no notebook text source at {text_path}: run this in the kit's checkout "
                        "(or pass --root)")
     relative = text_path.relative_to(root).as_posix()
     source_nb = source_notebook(text_path.read_text(encoding="utf-8"))
-    source_nb.metadata[BUILD_NOTE_KEY] = _generated_note("nbgrader source notebook", relative)
+    source_nb.metadata[METADATA_KEY] = _generated_note("nbgrader source notebook", relative)
     key = answer_key_notebook(source_nb)
-    key.metadata[BUILD_NOTE_KEY] = _generated_note("answer key", relative)
+    key.metadata[METADATA_KEY] = _generated_note("answer key", relative)
     return [_write(source_nb, source_notebook_path(root)), _write(key, answer_key_path(root))]
