@@ -236,10 +236,21 @@ def plot(rows, path):
     return path
 
 
+# A CPU-bound loop that also ends once its parent, whose pid it is given, is gone: a
+# benchmark killed -9 cannot stop it. (The pid comes as an argument: the parent might
+# already be gone when the loop starts.)
+NEIGHBOUR = """
+import os, sys
+while os.getppid() == int(sys.argv[1]):
+    for _ in range(10**6):
+        pass
+"""
+
+
 @contextlib.contextmanager
 def neighbour():
     """One CPU-bound process beside the benchmark, as on a shared machine; always stopped."""
-    process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    process = subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(os.getpid())])
     try:
         time.sleep(0.5)  # let it start spinning before anything is timed
         yield process
@@ -342,7 +353,7 @@ def main(argv=None, allocator=False):
     print(f"start: {load()}")
     with neighbour() if args.neighbour else contextlib.nullcontext() as beside:
         if beside is not None:
-            print(f"neighbour: `python -c 'while True: pass'` running as pid {beside.pid}")
+            print(f"neighbour: a CPU-bound python loop running beside, pid {beside.pid}")
         rows = run(sizes, args.dtypes, repeats=args.repeats,
                    methods=make_methods(args.block_q, args.block_k), settle=args.settle)
         print(f"end:   {load()}")

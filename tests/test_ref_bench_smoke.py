@@ -1,6 +1,11 @@
 """Smoke test of benchmarks/bench_reference.py at tiny sizes: it runs, nothing is timed."""
 
 import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +70,36 @@ def test_the_neighbour_spins_while_inside_and_is_stopped_after_even_on_error(ben
         assert process.poll() is None  # still running
         raise RuntimeError("the benchmark failed")
     assert process.poll() is not None
+
+
+def ended(pid):
+    """Whether a process is gone or a zombie (Linux: from /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_neighbour_ends_by_itself_when_the_benchmark_dies_without_stopping_it(bench):
+    # A starter that launches the neighbour and exits at once, as a benchmark killed -9 would.
+    # The neighbour's output goes nowhere: a pipe would keep run() waiting for it.
+    starter = (
+        "import os, subprocess, sys\n"
+        "neighbour = [sys.executable, '-c', sys.argv[1], str(os.getpid())]\n"
+        "quiet = {'stdout': subprocess.DEVNULL, 'stderr': subprocess.DEVNULL}\n"
+        "print(subprocess.Popen(neighbour, **quiet).pid)\n"
+    )
+    started = subprocess.run([sys.executable, "-c", starter, bench.NEIGHBOUR],
+                             capture_output=True, text=True, check=True, timeout=60)
+    pid = int(started.stdout)
+    deadline = time.monotonic() + 30  # it checks its parent every million iterations
+    while not ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not ended(pid):
+        os.kill(pid, signal.SIGKILL)  # leave nothing behind, then fail
+        pytest.fail(f"neighbour {pid} still running 30 s after its parent died")
 
 
 def test_the_lesson_code_is_the_seed_code(bench):
