@@ -306,7 +306,13 @@ def environment(allocator, threads):
 
 
 def load():
-    return "load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg())
+    """The load average and, where Linux reports it, how often a task waited for a CPU."""
+    line = "load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg())
+    try:  # "some avg10=12.34 avg60=... total=..." on the first line
+        waiting = Path("/proc/pressure/cpu").read_text().split()[1].split("=")[1]
+    except (OSError, IndexError):
+        return line
+    return f"{line}; tasks waited for a CPU {waiting}% of the last 10 s"
 
 
 def _openblas_corename():
