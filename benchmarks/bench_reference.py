@@ -11,8 +11,8 @@ times, round-robin so that noise from other processes spreads evenly over the me
 
 The same work for all: every method, the bound too, allocates its arrays inside the timed
 region; glibc is told to keep freed memory, so those allocations reuse pages the process
-has touched before instead of faulting in fresh ones (which cost up to a second per
-512 MiB here, whatever else the machine is doing). All methods run in this one process
+has touched before instead of faulting in fresh ones (from 0.03 s to over a second per
+512 MiB here, depending on what else the machine does). All methods run in this one process
 with the same BLAS threads. Times are medians of --repeats runs (7 by default); ratios
 are of medians. The error column compares each method with an answer key computed apart
 from sdpa_ref, in long double, on 64 rows spread over the output. Peak extra memory is
