@@ -57,6 +57,21 @@ def test_the_shift_moves_when_a_later_key_scores_far_higher():
     np.testing.assert_allclose(got, np.array([[10.0, 11.0]]) + 2 * weight_on_key_6, rtol=1e-12)
 
 
+@pytest.mark.parametrize("first_key", [0.0, -40.0])
+def test_the_scan_for_a_rise_is_skipped_only_where_cauchy_schwarz_allows_it(first_key):
+    # float32: key 1 scores 60 above the shift (key 0's score), within exp's range
+    # (e**60 ~ 1e26) but, times values of 1e13, beyond float32's (3e38). A bound that
+    # took the wrong key's norm (0 when key 0 is at 0), the wrong sign of the shift
+    # (-40), or the whole exponent range as its slack would miss the rise.
+    Q = np.array([[1.0, 0.0]], np.float32)
+    K = np.array([[first_key, 0], [first_key + 60, 0], [first_key + 59, 0]], np.float32)
+    V = np.array([[0.0], [1e13], [2e13]], np.float32)
+    with np.errstate(over="raise", invalid="raise"):
+        got = flash_attention(Q, K, V, scale=1.0, block_k=2)
+    want = attention(Q.astype(np.float64), K, V, scale=1.0)[0]  # (1, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_tiles_that_do_not_divide_n_and_m_cover_everything():
     rng = np.random.default_rng(0)
     Q, K, V = rng.normal(size=(37, 5)), rng.normal(size=(53, 5)), rng.normal(size=(53, 3))
@@ -66,18 +81,50 @@ def test_tiles_that_do_not_divide_n_and_m_cover_everything():
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
 
 
+def test_the_default_tiles_match_attention_when_they_do_not_divide_n_and_m():
+    rng = np.random.default_rng(5)
+    n, m = 2100, 2500  # default tiles: 2048 + 52 queries, 2048 + 452 keys
+    Q, K, V = rng.normal(size=(n, 16)), 3 * rng.normal(size=(m, 16)), rng.normal(size=(m, 4))
+    for causal in (False, True):
+        got = flash_attention(Q, K, V, causal=causal)
+        want = attention(Q, K, V, causal_mask(n, m) if causal else None)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+def peak_bytes(f, *args, **kwargs):
+    """Peak memory numpy allocates while f runs (numpy reports its buffers to tracemalloc)."""
+    tracemalloc.start()
+    try:
+        f(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_flash_never_allocates_the_score_matrix():
     rng = np.random.default_rng(1)
     n = m = 2048
     Q, K, V = (rng.normal(size=(n, 8)) for _ in range(3))
-    tracemalloc.start()
-    try:
-        flash_attention(Q, K, V, block_q=128, block_k=256)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = peak_bytes(flash_attention, Q, K, V, block_q=128, block_k=256)
     score_matrix = n * m * 8  # 32 MiB
     assert peak < score_matrix / 16, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_the_default_tile_keeps_t_8192_within_64_mib():
+    rng = np.random.default_rng(6)
+    T, d = 8192, 64
+    Q, K, V = (rng.normal(size=(T, d)) for _ in range(3))
+    peak = peak_bytes(flash_attention, Q, K, V)
+    tile = 2048 * 2048 * 8  # 32 MiB of scores
+    copies = 4 * T * (d + 1) * 8  # [scale Q | -c], [K | 1], [V | 1] and out
+    sums = 3 * 2048 * (d + 1) * 8  # a tile's weights @ [V | 1], the running sums, the next ones
+    norms = 2 * T * 8  # |scale q_i| and |k_j|
+    assert peak < tile + copies + sums + norms + 2**16 < 64 * 2**20, f"{peak / 2**20:.1f} MiB"
+
+
+def test_a_small_problem_gets_a_small_tile():
+    Q = K = V = np.ones((6, 4))
+    assert peak_bytes(flash_attention, Q, K, V) < 2**16  # not the default 32 MiB tile
 
 
 def test_flash_keeps_the_dtype_and_the_batch_dims():
