@@ -17,6 +17,9 @@ import sys
 import warnings
 from pathlib import Path
 
+from autograder.sandbox import IsolationUnavailable, SandboxPool  # no numpy: starts quickly
+from autograder.submission import SubmissionError, read_submission
+
 UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolation ({reason}); "
                    "running your code unisolated, as you, which is fine for your own notebook "
                    "(never grade others' this way)")
@@ -24,17 +27,14 @@ UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolat
 
 def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     """Grade `path` as `variant` (`autograder.variants`; the lesson's numbers by default)."""
-    from autograder.submission import SubmissionError, read_submission
-
     try:
         cells = read_submission(path)
     except SubmissionError as err:
         print(f"sdpa-course check: {err}", file=sys.stderr)
         return 2
-    from autograder.sandbox import IsolationUnavailable, SandboxPool  # no numpy yet
-
     pool = SandboxPool()
     pool.start(wait=False)  # the zygote boots while the engine and the suites import
+    # deferred: numpy, the engine and the suites import while the zygote boots
     from autograder.engine import grade_cells
     from autograder.report import render_text
     from autograder.runner import collect

@@ -51,7 +51,7 @@ def grade_content(
 
 def _student_id_cell(variant: Variant):
     """A first cell, run before the student's: the id the submission is graded as."""
-    from autograder.sandbox import Cell
+    from autograder.sandbox import Cell  # deferred: numpy, after `check` starts the zygote
 
     source = (f"import os as _os\n_os.environ[{STUDENT_ID_VARIABLE!r}] = "
               f"{variant.student!r}\ndel _os\n")
@@ -63,7 +63,7 @@ def grade_cells(
     variant: Variant = DEFAULT,
 ) -> dict:
     """Run the submission's cells in a fresh sandbox and grade them."""
-    from autograder.sandbox import Cell, Sandbox
+    from autograder.sandbox import Cell, Sandbox  # deferred: numpy, as above
 
     sandboxed = [Cell(source=c.source, label=c.label, first_line=c.first_line) for c in cells]
     setup = [_student_id_cell(variant)] if variant.student else []

@@ -16,6 +16,7 @@ from functools import cache
 
 from autograder.compare import Mismatch
 from autograder.exercises import EXERCISES
+from autograder.sandbox import MissingName, StudentError, StudentRaised
 from autograder.suites import SUITE_MODULES
 
 
@@ -85,8 +86,6 @@ def run_tests(student, tests: tuple[SuiteTest, ...] | None = None) -> list[TestR
 
 
 def run_test(student, test: SuiteTest) -> TestResult:
-    from autograder.sandbox import MissingName, StudentError, StudentRaised
-
     result = TestResult(test.exercise, test.name, test.points, passed=False)
     start = time.perf_counter()
     try:

@@ -6,6 +6,7 @@ the sandboxed process; nothing the student defined ever runs in the trusted proc
 
 from __future__ import annotations
 
+from autograder.sandbox import StudentDied, StudentError, StudentMemoryLimit, StudentTimeout
 from autograder.variants import DEFAULT, Variant
 
 # Once a function has hung, blown its memory or killed its process, calling it again would
@@ -24,8 +25,6 @@ class Student:
 
     def has(self, name: str) -> bool:
         """Whether the submission defines `name`; False too if its process cannot answer."""
-        from autograder.sandbox import StudentError
-
         try:
             return self._sandbox.has(name)
         except StudentError:
@@ -62,13 +61,6 @@ class Student:
 
     def _annotated(self, action, name: str, during: str):
         """Run `action`; a StudentError leaves knowing which name it came from and when."""
-        from autograder.sandbox import (
-            StudentDied,
-            StudentError,
-            StudentMemoryLimit,
-            StudentTimeout,
-        )
-
         if name in self._exhausted:
             raise self._exhausted[name]
         try:

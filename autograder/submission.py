@@ -187,7 +187,7 @@ def transform_magics(source: str) -> str:
     """
     if not _MAGIC_LINE.search(source):
         return source
-    from IPython.core import inputtransformer2 as ipython
+    from IPython.core import inputtransformer2 as ipython  # deferred: rarely needed, slow
 
     manager = ipython.TransformerManager()
     try:

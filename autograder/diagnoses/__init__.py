@@ -18,6 +18,7 @@ from autograder.diagnoses.failures import cell_codes
 from autograder.diagnoses.modules import find_missing_modules
 from autograder.exercises import EXERCISES, NAME_TO_EXERCISE
 from autograder.runner import not_attempted
+from autograder.sandbox import StudentError
 
 PROBES = {"ex1": ex1.diagnose, "ex2": ex2.diagnose, "ex3": ex3.diagnose,
           "ex4": ex4.diagnose}
@@ -28,8 +29,6 @@ __all__ = ["CODES", "diagnose_submission"]
 
 def _probe(key, student) -> set[str]:
     """The exercise's behavioural codes; none if the student's process gave up answering."""
-    from autograder.sandbox import StudentError
-
     try:
         return PROBES[key](student)
     except StudentError:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autograder.sandbox import StudentError
+
 
 @dataclass
 class Answer:
@@ -39,8 +41,6 @@ class Prober:
         return self._ask(lambda: self.student.call_with_inputs(name, *args, **kwargs))
 
     def _ask(self, action) -> Answer:
-        from autograder.sandbox import StudentError
-
         try:
             return Answer(value=action())
         except StudentError as err:

@@ -117,7 +117,7 @@ def __getattr__(name: str):
     """`Sandbox`, `Cell` and `CellOutcome` on first use: `check` starts a pool's zygote
     before numpy is imported here (a tenth of a second that the zygote's start overlaps)."""
     if name in _LOADS_NUMPY:
-        from . import sandbox
+        from . import sandbox  # deferred: numpy, on first use
 
         return getattr(sandbox, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,7 @@ sandbox as source, so it imports only the standard library and numpy.
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 
@@ -228,8 +229,6 @@ def parse_json(raw: bytes) -> dict:
 
 def read_exact(fd: int, n: int) -> bytes:
     """Blocking read of exactly n bytes from fd (the worker side); EOFError at end of stream."""
-    import os
-
     chunks = []
     while n:
         chunk = os.read(fd, min(n, 1 << 20))

@@ -69,11 +69,12 @@ def _show_nothing(*_args, **_kwargs):
 
 def preload() -> None:
     """Import and warm up what an answer needs, once, before any fork."""
+    # deferred: only the zygote imports these, never the grader's own process
     import matplotlib
     import numpy as np
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: after the Agg backend is chosen
 
     plt.show = _show_nothing
     figure, axes = plt.subplots()

@@ -8,6 +8,10 @@ fixture, exactly as `autograder.runner` gives it. Without --submission every tes
 
 import pytest
 
+from autograder.sandbox import Cell, Sandbox
+from autograder.student import Student
+from autograder.submission import read_submission
+
 
 def pytest_addoption(parser):
     parser.addoption("--submission", default=None,
@@ -19,9 +23,6 @@ def _sandbox(request):
     path = request.config.getoption("--submission")
     if path is None:
         pytest.skip("no submission given: pass --submission PATH")
-    from autograder.sandbox import Cell, Sandbox
-    from autograder.submission import read_submission
-
     cells = [Cell(c.source, c.label, c.first_line) for c in read_submission(path)]
     with Sandbox(cells) as sandbox:
         sandbox.start()
@@ -30,6 +31,4 @@ def _sandbox(request):
 
 @pytest.fixture
 def student(_sandbox):
-    from autograder.student import Student
-
     return Student(_sandbox)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from autograder.sandbox import StudentError
 from autograder.variants.variant import Ex1Numbers, Ex2Numbers
 
 LABEL_NAME, EX1_NAME, EX2_NAME = "YOUR_VARIANT", "EX1", "EX2"
@@ -57,8 +58,6 @@ def parse_ex2(value) -> Ex2Numbers | None:
 
 def _value(student, name):
     """A name's plain value, None when undefined or when the sandbox cannot answer."""
-    from autograder.sandbox import StudentError
-
     try:
         return student.value(name) if student.has(name) else None
     except StudentError:
