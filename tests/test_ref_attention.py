@@ -118,3 +118,16 @@ def test_attention_never_modifies_its_inputs_and_accepts_read_only_arrays():
 def test_plain_lists_are_accepted():
     out, attn = attention([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0], [2.0]])
     assert out.shape == (1, 1) and attn.shape == (1, 2)
+
+
+def test_the_mask_is_given_by_name_as_the_lesson_does_and_the_scale_only_by_name():
+    # The notebook calls attention(Q, K, V, mask=causal_mask(T)); a fifth positional
+    # argument is refused rather than silently taken for the scale.
+    rng = np.random.default_rng(6)
+    Q, K, V = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    by_name = attention(Q, K, V, mask=causal_mask(4), scale=0.5)
+    by_position = attention(Q, K, V, causal_mask(4), scale=0.5)
+    for got, want in zip(by_name, by_position, strict=True):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError):
+        attention(Q, K, V, None, 0.5)
