@@ -9,17 +9,22 @@ loosened or tightened without a test noticing.
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from autograder.compare import (
+    BLOCKWISE_MEMORY,
+    BLOCKWISE_MEMORY_T,
     FLOAT_RESULTS,
     Mismatch,
     Tolerance,
     as_array,
     as_floats,
     as_pair,
+    as_verdict,
     close,
     expect_close,
     significant_figures,
@@ -124,6 +129,33 @@ def test_a_pair_is_two_numbers_in_any_usual_form(value):
 def test_anything_else_is_not_a_pair(value):
     with pytest.raises(Mismatch):
         as_pair(value, "w")
+
+
+@pytest.mark.parametrize("value, verdict", [
+    (True, True), (False, False), (np.True_, True), (np.False_, False),
+    (np.array(True), True), (np.array([False]), False), (np.array([[True]]), True),
+])
+def test_a_check_answers_with_one_bool_in_any_usual_form(value, verdict):
+    assert as_verdict(value, "is_causal") is verdict
+
+
+@pytest.mark.parametrize("value, named", [
+    (np.array([True, False]), "an array of bool of shape (2,)"),
+    (np.zeros((0,), bool), "an array of bool of shape (0,)"),
+    (np.array([1], np.int64), "an array of int64 of shape (1,)"), (1, "int"),
+    (None, "NoneType"), ("True", "str"), ([True], "list"),
+])
+def test_anything_else_is_not_a_checks_answer_and_says_what_it_is(value, named):
+    with pytest.raises(Mismatch, match="should return True or False, got .*" + re.escape(named)):
+        as_verdict(value, "is_causal")
+
+
+def test_the_blockwise_memory_limit_is_the_contracts_quarter_of_one_score_matrix():
+    contract = (Path(__file__).resolve().parent.parent / "docs" / "CONTRACT.md").read_text()
+    t = int(re.search(r"at T = (\d+) \(`d_k", contract)[1])
+    mib = int(re.search(r"T x T float64 matrix\s+\((\d+) MiB\)", contract)[1])
+    assert BLOCKWISE_MEMORY_T == t
+    assert BLOCKWISE_MEMORY == t * t * np.dtype(np.float64).itemsize // 4 == mib * 2**20
 
 
 class _Answers:
