@@ -149,3 +149,13 @@ def test_no_keys_at_all_gives_zero_output_like_attention():
     out = flash_attention(np.ones((2, 3)), np.ones((0, 3)), np.ones((0, 4)))
     np.testing.assert_array_equal(out, attention(np.ones((2, 3)), np.ones((0, 3)),
                                                  np.ones((0, 4)))[0])
+
+
+def test_a_mask_passed_by_position_as_to_attention_is_refused_not_read_as_causal():
+    # attention(Q, K, V, mask) takes the mask fourth; flash_attention has no mask, and its
+    # options are named only, so the habit cannot turn a mask into `causal` or a tile size.
+    Q = K = V = np.ones((3, 2))
+    with pytest.raises(TypeError):
+        flash_attention(Q, K, V, causal_mask(3))
+    np.testing.assert_allclose(flash_attention(Q, K, V, causal=True),
+                               attention(Q, K, V, mask=causal_mask(3))[0])
