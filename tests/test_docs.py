@@ -1,15 +1,18 @@
 """The docs match the code: the README's two commands, CI, the copied contract, and the
-contract's diagnosis codes (CONTRACT section 3), which the engine must keep, never renamed."""
+contract's diagnosis codes (CONTRACT section 3), which the engine must keep, never renamed, and
+the sandbox's limits with their defaults."""
 
 import re
 import shutil
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from autograder.diagnoses.codes import CODES
+from autograder.sandbox import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,3 +125,13 @@ def test_a_broken_playwright_install_fails_where_everything_is_required(
     expected = pytest.skip.Exception if outcome == "skip" else pytest.fail.Exception
     with pytest.raises(expected, match="playwright"):
         importlib.import_module("playwright_api")
+
+
+def test_the_readme_lists_every_sandbox_limit_with_its_default_and_meaning():
+    section = (ROOT / "README.md").read_text().split("### Limits: per submission", 1)[1]
+    table = section.split("\n\n- ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \| ([^|]+) \|$", table, re.M)
+    listed = {name: (default.strip(), meaning.strip()) for name, default, meaning in rows}
+    defaults, meanings = Limits(), Limits.help()
+    assert listed == {f.name: (repr(getattr(defaults, f.name)), meanings[f.name])
+                      for f in fields(Limits)}
