@@ -30,11 +30,21 @@ def test_a_graded_record_keeps_the_scores_as_floats_and_the_fingerprint():
     assert record["warnings"] == ["edited"] and record["fingerprint"] == "f1"
 
 
+def test_a_graded_record_keeps_extra_credit_the_variant_and_how_its_code_ran():
+    report = {**REPORT, "extra_credit": 3, "variant": {"label": "v-7"}, "isolation": "unsafe-none"}
+    record = records.graded_record("ada", report, "f1", [])
+    assert record["extra_credit"] == 3.0 and isinstance(record["extra_credit"], float)
+    assert record["variant"] == {"label": "v-7"} and record["isolation"] == "unsafe-none"
+    plain = records.graded_record("ada", REPORT, "f1", [])  # no exercise 4 attempted
+    assert plain["extra_credit"] == 0.0 and plain["variant"] is None
+
+
 @pytest.mark.parametrize("retry", [False, True])
 def test_a_failed_record_has_no_score_and_a_reason(retry):
     record = records.failed_record("cy", "not a readable notebook", "f2", retry=retry)
     assert record["status"] == records.FAILED == "failed"
     assert record["score"] is None and record["max_score"] is None
+    assert record["extra_credit"] is None and record["variant"] is None  # never a plain 0
     assert record["exercises"] == {}
     assert record["error"] == "not a readable notebook" and record["retry"] is retry
     assert record["warnings"] == [] and record["fingerprint"] == "f2"
