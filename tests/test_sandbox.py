@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -641,3 +642,9 @@ def test_arguments_that_are_not_plain_data_are_the_graders_error(run):
     with pytest.raises(TypeError, match="cannot send"):
         sandbox.call("f", object())
     assert sandbox.call("f", 1) == 1
+
+
+def test_limits_cannot_be_changed_by_the_code_that_holds_them():
+    # One Limits is shared by every sandbox of a class: no sandbox may loosen it for others.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FAST.memory_mb = 1 << 20  # type: ignore[misc]
