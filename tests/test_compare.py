@@ -19,6 +19,7 @@ from autograder.compare import (
     BLOCKWISE_MEMORY,
     BLOCKWISE_MEMORY_T,
     FLOAT_RESULTS,
+    HAND,
     Mismatch,
     Tolerance,
     as_array,
@@ -187,3 +188,11 @@ def test_hand_numbers_are_judged_to_three_decimals():
     test_ex1.test_scores(_Answers(ex1_scores=(0.7062, 0.0)))  # 0.91e-3 off
     with pytest.raises(Mismatch, match="three decimals"):
         test_ex1.test_scores(_Answers(ex1_scores=(0.7060, 0.0)))  # 1.11e-3 off
+
+
+def test_one_unit_of_the_third_decimal_is_within_hand_whatever_its_binary_rounding():
+    # CONTRACT section 1: hand numbers are accepted within +-0.001, and in binary
+    # 0.5 - 0.499 is 0.0010000000000000009: a decimal unit off must not fail on that.
+    for exact, written in ((0.5, 0.499), (0.25, 0.251), (1.0, 0.999), (0.0, -0.001)):
+        assert abs(written - exact) <= HAND
+    assert abs(0.4989 - 0.5) > HAND
