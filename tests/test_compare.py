@@ -31,7 +31,7 @@ from autograder.compare import (
     significant_figures,
 )
 from autograder.suites import test_ex1
-from autograder.variants import DEFAULT
+from autograder.variants import DEFAULT, Ex1Numbers
 
 
 @pytest.mark.parametrize("expected", [0.0, 0.5, 1.0, -2.0])
@@ -182,6 +182,17 @@ def test_weights_carry_the_students_own_scores_rounding_forward():
     with pytest.raises(Mismatch, match="not the softmax of your ex1_scores"):
         test_ex1.test_weights(off)
 
+
+def test_carried_forward_weights_allow_the_rounding_of_both_steps():
+    # d_k = 6, q.k1 = 4, q.k2 = -1. Scaling by 1/d_k (a slip) gives the scores 0.6667 and
+    # -0.1667, written truncated as 0.666 and -0.166; the weights of the unrounded scores,
+    # truncated, are 0.697 and 0.302: 1.22e-3 from the softmax of the written scores, more
+    # than one rounding (HAND) and within both (CARRIED_FORWARD).
+    numbers = Ex1Numbers(q=(1, 1, 1, 1, 0, 0), k1=(1, 1, 1, 1, 0, 0), k2=(-1, 0, 0, 0, 0, 0),
+                         v1=(1, 0), v2=(0, 1), d_k=6)
+    student = _Answers(ex1_scores=(0.666, -0.166), ex1_weights=(0.697, 0.302))
+    student.variant = dataclasses.replace(DEFAULT, ex1=numbers)
+    test_ex1.test_weights(student)
 
 def test_hand_numbers_are_judged_to_three_decimals():
     test_ex1.test_scores(_Answers(ex1_scores=(0.707, 0.0)))  # truncated: 0.1e-3 off
