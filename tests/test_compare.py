@@ -28,6 +28,7 @@ from autograder.compare import (
     as_verdict,
     close,
     expect_close,
+    numbers,
     significant_figures,
 )
 from autograder.suites import test_ex1
@@ -83,6 +84,14 @@ def test_three_significant_figures_allow_one_unit_of_the_third_whatever_the_sign
     assert significant_figures(reference) == pytest.approx(unit, rel=1e-6)
 
 
+@pytest.mark.parametrize("reference, written", [
+    (0.5, 0.501), (0.5, 0.499), (-0.25, -0.251), (3.35e-4, 3.36e-4), (196.0, 197.0),
+])
+def test_one_unit_of_the_third_significant_figure_off_passes_whatever_its_binary_rounding(
+        reference, written):
+    # 0.501 - 0.5 is 0.0010000000000000009 in binary: still one unit, as the contract says
+    assert abs(written - reference) <= significant_figures(reference)
+
 def test_no_significant_figures_of_zero_or_of_a_non_finite_reference():
     assert significant_figures(0.0) == 0.0
     assert significant_figures(float("inf")) == 0.0
@@ -101,11 +110,25 @@ def test_numbers_too_large_for_a_float_are_refused_but_an_infinity_is_a_value():
     (np.array(["2026-11-20"], dtype="M8[D]"), "datetime64"),
     (np.array([1 + 2j]), "complex128"),
     (np.array([[1.0, 2.0]], dtype=object), "numbers too large for a float"),
+    (np.array(["0.5"]), "an array of <U3"),  # strings, not numbers too large
 ])
 def test_a_value_that_is_not_real_numbers_is_named_in_the_message(value, named):
     with pytest.raises(Mismatch, match=named):
         as_array(value, "x")
 
+
+class _Hostile:
+    """A student's value that numpy cannot even look at without an error of its own."""
+
+    def __array__(self, *args, **kwargs):
+        raise RuntimeError("not telling")
+
+
+def test_a_value_numpy_cannot_read_is_a_mismatch_for_grading_and_no_match_for_diagnosing():
+    with pytest.raises(Mismatch, match="should be numbers, got a _Hostile"):
+        as_array(_Hostile(), "x")
+    assert numbers(_Hostile()) is None
+    assert not close(_Hostile(), [0.5])
 
 @pytest.mark.parametrize("mask", [
     np.zeros((2, 2), dtype=np.uint8), np.zeros((2, 2), dtype="M8[s]"), np.zeros((2, 2), "U1"),
