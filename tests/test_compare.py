@@ -25,6 +25,7 @@ from autograder.compare import (
     significant_figures,
 )
 from autograder.suites import test_ex1
+from autograder.variants import DEFAULT
 
 
 @pytest.mark.parametrize("expected", [0.0, 0.5, 1.0, -2.0])
@@ -126,7 +127,10 @@ def test_anything_else_is_not_a_pair(value):
 
 
 class _Answers:
-    """Stands in for the sandboxed student: `value(name)` gives the answers."""
+    """Stands in for the sandboxed student: `value(name)` gives the answers, graded on the
+    lesson's own numbers (the default variant)."""
+
+    variant = DEFAULT
 
     def __init__(self, **values):
         self.values = values

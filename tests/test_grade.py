@@ -167,7 +167,7 @@ def test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_ear
     from sdpa_course.demo import notebook_from_source
 
     course = released_course(tmp_path / "course")  # the default deadline: the real engine
-    mistake = case("ex3-mask-inverted")
+    mistake = case("ex3-mask-inverted", variant_of(course, "fay"))  # with fay's own numbers
     submit(course, "fay", _claims_points(notebook_from_source(answer_key(), mistake.source)))
     result = pipeline.grade_course(course, workers=1)
     fay = result.records["fay"]
@@ -179,11 +179,13 @@ def test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_ear
         assert told in warnings, (told, fay["warnings"])
     with gradebook(course) as gb:
         submission = gb.find_submission("sdpa", "fay")
-        assert submission.score == pytest.approx(mistake.expected_score)
+        assert submission.score == pytest.approx(mistake.expected_score
+                                                 + mistake.expected_extra_credit)
         assert submission.max_score == 22  # 20 automatic + 2 by hand: no bonus cell
         grades = {g.name: g.score for g in gb.find_submission_notebook(
             "attention", "sdpa", "fay").grades}
-    assert set(grades) == {"ex1_autograded", "ex2_autograded", "ex3_autograded", "ex2_explain"}
+    assert set(grades) == {"ex1_autograded", "ex2_autograded", "ex3_autograded",
+                           "ex4_autograded", "ex2_explain"}  # ex4: 0 points, extra credit
     assert grades["ex3_autograded"] == mistake.scores["ex3"] < 11
 
 
@@ -372,7 +374,8 @@ def test_plain_nbgrader_autograde_also_grades_with_the_engine(small_class):
     assert scores["ex3_autograded"] == case.scores["ex3"] < 11
     assert scores["ex1_autograded"] == case.scores["ex1"]
     # and exercise 4's extra credit, by the real engine: every point of it, on top
-    blockwise = next(c for c in cases() if c.name == "numpy-computed")
+    blockwise = next(c for c in cases(variant_of(small_class, "dot"))
+                     if c.name == "numpy-computed")
     submit(small_class, "dot", notebook_from_source(answer_key(), blockwise.source))
     assert api.autograde("sdpa", "dot", force=True, create=True)["success"]
     with gradebook(small_class) as gb:
