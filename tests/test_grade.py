@@ -616,3 +616,20 @@ def test_nbgrader_metadata_edited_on_the_releases_cells_is_put_back_as_released(
     with gradebook(small_class) as gb:
         for student in edits:
             assert gb.find_submission("sdpa", student).max_score == 22, student
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")
+def test_a_student_folder_not_named_in_utf8_stops_the_run_before_grading_saying_which(
+        tmp_path, capsys):
+    from sdpa_course.errors import KitError
+    from sdpa_course.grading.submissions import find_submissions
+
+    for name in (b"amy", b"bad\xffname"):
+        os.makedirs(os.fsencode(tmp_path) + b"/" + name + b"/sdpa")
+    with pytest.raises(KitError) as err:
+        find_submissions(tmp_path, "sdpa", "attention")
+    message = str(err.value)
+    assert "bad\\xffname" in message and "Rename" in message
+    message.encode("ascii")  # printable on any terminal: no stray bytes left in it
+    os.rename(os.fsencode(tmp_path) + b"/bad\xffname", os.fsencode(tmp_path) + b"/bo")
+    assert [s.student for s in find_submissions(tmp_path, "sdpa", "attention")] == ["amy", "bo"]
