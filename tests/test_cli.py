@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from grade_course_factory import answer_key, submit
+from grade_course_factory import answer_key, submit, variant_of
 
 from autograder.corpus import case
-from autograder.exercises import EXERCISES, MAX_SCORE
+from autograder.exercises import EXERCISES, EXTRA_CREDIT, MAX_SCORE
 from sdpa_course.cli import build_parser
 from sdpa_course.demo import notebook_from_source
 
@@ -174,6 +174,11 @@ def test_release_outside_a_course_says_so(tmp_path):
 
 # --- grade [--workers N] [--json] [--force] [--scheduler ADDRESS] --------------------------
 
+def bens_mistake(course: Path):
+    """MISTAKE written with ben's own numbers: `init` gave the course a seed."""
+    return case(MISTAKE, variant_of(course, "ben"))
+
+
 @pytest.fixture(scope="module")
 def course_with_class(tmp_path_factory) -> Path:
     """A released course (made with the command itself) with three submissions."""
@@ -183,7 +188,7 @@ def course_with_class(tmp_path_factory) -> Path:
     assert sdpa_course("release", cwd=course).returncode == 0
     key = answer_key()
     submit(course, "ada", key)
-    submit(course, "ben", notebook_from_source(key, case(MISTAKE).source))
+    submit(course, "ben", notebook_from_source(key, bens_mistake(course).source))
     submit(course, "cy", text='{"cells": [ this is not json')
     return course
 
@@ -203,8 +208,8 @@ def test_grade_json_prints_the_class_result_with_absolute_scores(graded_json):
     assert out["assignment"] == "sdpa" and set(out["students"]) == {"ada", "ben", "cy"}
     ada, ben, cy = (out["students"][s] for s in ("ada", "ben", "cy"))
     assert ada["status"] == "graded" and ada["score"] == MAX_SCORE == ada["max_score"]
-    assert ada["error"] is None
-    mistake = case(MISTAKE)
+    assert ada["error"] is None and ada["extra_credit"] == EXTRA_CREDIT
+    mistake = bens_mistake(graded_json[0])
     assert ben["status"] == "graded" and ben["score"] == mistake.expected_score < MAX_SCORE
     assert {k: ex["diagnoses"] for k, ex in ben["exercises"].items()} == \
         mistake.expected_diagnoses
@@ -220,7 +225,9 @@ def test_grade_records_in_the_gradebook_and_writes_feedback(graded_json):
     course, _ = graded_json
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = {s.student.id: s.score for s in gradebook.assignment_submissions("sdpa")}
-    assert scores == {"ada": MAX_SCORE, "ben": case(MISTAKE).expected_score}
+    mistake = bens_mistake(course)  # nbgrader's score: with exercise 4's extra credit on top
+    assert scores == {"ada": MAX_SCORE + EXTRA_CREDIT,
+                      "ben": mistake.expected_score + mistake.expected_extra_credit}
     for student in ("ada", "ben"):
         assert (course / "feedback" / student / "sdpa" / "attention.html").is_file()
 
@@ -239,7 +246,7 @@ def test_grade_reruns_skip_the_recorded_and_force_regrades_everyone(graded_json,
     forced = sdpa_course("grade", "--workers", "2", "--force", "--json", cwd=course)
     assert forced.returncode == 1
     out = json.loads(forced.stdout)
-    assert out["students"]["ben"]["score"] == case(MISTAKE).expected_score
+    assert out["students"]["ben"]["score"] == bens_mistake(course).expected_score
     records = course / "reports" / "sdpa" / "results"
     before = {p.name: p.stat().st_mtime_ns for p in (graded_json[0] / "reports" / "sdpa" /
                                                       "results").glob("*.json")}
@@ -280,7 +287,7 @@ def test_grade_with_scheduler_grades_on_dask_workers(course_with_class, tmp_path
     assert [PLUGIN_NAME in names for names in plugins.values()] == [True], plugins
     students = json.loads(done.stdout)["students"]
     assert students["ada"]["score"] == MAX_SCORE
-    assert students["ben"]["score"] == case(MISTAKE).expected_score
+    assert students["ben"]["score"] == bens_mistake(course).expected_score
     assert students["cy"]["status"] == "failed"
 
 

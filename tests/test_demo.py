@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from grade_course_factory import variant_of
 
+from autograder.corpus import case as corpus_case
 from autograder.exercises import MAX_SCORE
 from sdpa_course.demo import ANSWER_KEY_STUDENT, BROKEN_STUDENT, demo_cases
 
@@ -54,7 +56,9 @@ def test_demo_command_grades_the_class_as_expected_and_says_where_to_look(tmp_pa
     # the printed table: every score is the one its row expects, and that expectation is
     # the corpus's own (the answer key: every point; the broken notebook: failed)
     table = _printed_table(out)
-    cases = {case.name: case for case in demo_cases()}
+    # each student's case as written with their own numbers (the demo's course has a seed)
+    cases = {case.name: corpus_case(case.name, variant_of(course, case.name))
+             for case in demo_cases()}
     assert set(table) == {ANSWER_KEY_STUDENT, BROKEN_STUDENT, *cases}
     for student, (score, expected, notes) in table.items():
         if student == BROKEN_STUDENT:
@@ -80,7 +84,7 @@ def test_demo_command_grades_the_class_as_expected_and_says_where_to_look(tmp_pa
     assert len(graded) == len(demo_cases()) + 1
     for student in graded:
         assert (course / "feedback" / student / "sdpa" / "attention.html").is_file()
-    mistakes = [case for case in demo_cases() if case.kind == "mistake"]
+    mistakes = [case for case in cases.values() if case.kind == "mistake"]
     for case in mistakes:  # each diagnosis in its exercise's column
         for exercise, codes in case.diagnoses.items():
             assert set(codes) <= set(rows[case.name][f"{exercise} diagnoses"].split()), case.name

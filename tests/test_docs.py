@@ -55,9 +55,9 @@ AGREED_CODES = (
 )
 
 
-def contract_codes() -> list[str]:
-    """The codes in the first column of the table of docs/CONTRACT.md section 3."""
-    text = (ROOT / "docs" / "CONTRACT.md").read_text()
+def _table_codes(document: str) -> list[str]:
+    """The codes in the first column of the table of `document`'s section 3."""
+    text = (ROOT / "docs" / document).read_text()
     section = text.split("\n## 3. Diagnosis codes", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     assert rows[0].replace(" ", "") == "|code|where|meaning|", rows[0]
@@ -67,6 +67,20 @@ def contract_codes() -> list[str]:
         assert cell.startswith("`") and cell.endswith("`"), row
         codes.append(cell.strip("`"))
     return codes
+
+
+def contract_codes() -> list[str]:
+    """The codes of docs/CONTRACT.md section 3, then those docs/CONTRACT-ADDITIONS.md adds."""
+    agreed = _table_codes("CONTRACT.md")
+    return agreed + [code for code in _table_codes("CONTRACT-ADDITIONS.md")
+                     if code not in agreed]
+
+
+def test_the_additions_rename_no_code_of_the_contract():
+    """A row of the additions either adds a code or widens one the contract has, by name."""
+    added = _table_codes("CONTRACT-ADDITIONS.md")
+    assert len(added) == len(set(added))
+    assert set(_table_codes("CONTRACT.md")) <= set(contract_codes())
 
 
 def test_the_contract_keeps_every_agreed_diagnosis_code():

@@ -228,3 +228,38 @@ def test_check_refuses_input_it_cannot_grade_with_exit_2(tmp_path, capsys, conte
 def test_check_on_a_missing_file_exits_2(tmp_path, capsys):
     assert check_path(tmp_path / "nope.py") == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# Exercise 3(c)'s checks that never read the matrix: one counts its calls (True for as many
+# calls as there are correct matrices), one answers from the shape alone.
+COUNTING_CHECKS = """
+_calls = {"rows": 0, "future": 0}
+def rows_sum_to_one(attn):
+    _calls["rows"] += 1
+    return _calls["rows"] <= CORRECT
+def future_is_zero(attn):
+    _calls["future"] += 1
+    return _calls["future"] <= CORRECT
+"""
+SHAPE_CHECKS = """
+def rows_sum_to_one(attn):
+    return len(attn) != 8
+def future_is_zero(attn):
+    return len(attn) != 8
+"""
+
+
+@pytest.mark.parametrize("checks", [COUNTING_CHECKS, SHAPE_CHECKS], ids=["counting", "shape"])
+@pytest.mark.parametrize("seed", [None, "ab" * 32], ids=["default", "course-seed"])
+def test_checks_that_never_read_the_matrix_earn_nothing(checks, seed):
+    from autograder.variants import variant_for
+
+    variant = variant_for(seed, "sdpa", "mallory")
+    from autograder.suites import test_ex3
+
+    correct = len(test_ex3.CORRECT_WEIGHTS)
+    source = case("lesson-style", variant).source + checks.replace("CORRECT", str(correct))
+    tests = grade_content(source, name="s.py", variant=variant)["exercises"]["ex3"]["tests"]
+    verdicts = {t["name"]: t["passed"] for t in tests if "_passes_" in t["name"]}
+    assert verdicts == {"rows_sum_to_one_passes_attention_and_fails_broken_rows": False,
+                        "future_is_zero_passes_causal_attention_and_fails_any_leak": False}

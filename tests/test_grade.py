@@ -167,7 +167,7 @@ def test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_ear
     from sdpa_course.demo import notebook_from_source
 
     course = released_course(tmp_path / "course")  # the default deadline: the real engine
-    mistake = case("ex3-mask-inverted")
+    mistake = case("ex3-mask-inverted", variant_of(course, "fay"))  # with fay's own numbers
     submit(course, "fay", _claims_points(notebook_from_source(answer_key(), mistake.source)))
     result = pipeline.grade_course(course, workers=1)
     fay = result.records["fay"]
@@ -179,11 +179,13 @@ def test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_ear
         assert told in warnings, (told, fay["warnings"])
     with gradebook(course) as gb:
         submission = gb.find_submission("sdpa", "fay")
-        assert submission.score == pytest.approx(mistake.expected_score)
+        assert submission.score == pytest.approx(mistake.expected_score
+                                                 + mistake.expected_extra_credit)
         assert submission.max_score == 22  # 20 automatic + 2 by hand: no bonus cell
         grades = {g.name: g.score for g in gb.find_submission_notebook(
             "attention", "sdpa", "fay").grades}
-    assert set(grades) == {"ex1_autograded", "ex2_autograded", "ex3_autograded", "ex2_explain"}
+    assert set(grades) == {"ex1_autograded", "ex2_autograded", "ex3_autograded",
+                           "ex4_autograded", "ex2_explain"}  # ex4: 0 points, extra credit
     assert grades["ex3_autograded"] == mistake.scores["ex3"] < 11
 
 
@@ -372,7 +374,8 @@ def test_plain_nbgrader_autograde_also_grades_with_the_engine(small_class):
     assert scores["ex3_autograded"] == case.scores["ex3"] < 11
     assert scores["ex1_autograded"] == case.scores["ex1"]
     # and exercise 4's extra credit, by the real engine: every point of it, on top
-    blockwise = next(c for c in cases() if c.name == "numpy-computed")
+    blockwise = next(c for c in cases(variant_of(small_class, "dot"))
+                     if c.name == "numpy-computed")
     submit(small_class, "dot", notebook_from_source(answer_key(), blockwise.source))
     assert api.autograde("sdpa", "dot", force=True, create=True)["success"]
     with gradebook(small_class) as gb:
@@ -420,6 +423,18 @@ def test_ignored_source_files_never_reach_autograded_or_feedback(small_class):
         folder = small_class / step / "ada" / "sdpa"
         assert not (folder / "attention.py").exists(), step
     assert (small_class / "autograded" / "ada" / "sdpa" / "data.csv").is_file()
+
+
+def test_feedback_holds_the_page_and_the_timestamp_only(tmp_path):
+    # a student's own page beside the kit's would be served without its sanitising and CSP
+    course = released_course(tmp_path / "course")
+    folder = submit(course, "eve", answer_key()).parent
+    (folder / "evil.html").write_text("<script>alert(document.cookie)</script>")
+    (folder / "attention_files").mkdir()
+    (folder / "attention_files" / "x.html").write_text("<script>alert(1)</script>")
+    assert grade_course(course, workers=1).records["eve"]["status"] == "graded"
+    feedback = course / "feedback" / "eve" / "sdpa"
+    assert sorted(p.name for p in feedback.iterdir()) == ["attention.html", "timestamp.txt"]
 
 
 def test_run_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):
@@ -613,3 +628,20 @@ def test_nbgrader_metadata_edited_on_the_releases_cells_is_put_back_as_released(
     with gradebook(small_class) as gb:
         for student in edits:
             assert gb.find_submission("sdpa", student).max_score == 22, student
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")
+def test_a_student_folder_not_named_in_utf8_stops_the_run_before_grading_saying_which(
+        tmp_path, capsys):
+    from sdpa_course.errors import KitError
+    from sdpa_course.grading.submissions import find_submissions
+
+    for name in (b"amy", b"bad\xffname"):
+        os.makedirs(os.fsencode(tmp_path) + b"/" + name + b"/sdpa")
+    with pytest.raises(KitError) as err:
+        find_submissions(tmp_path, "sdpa", "attention")
+    message = str(err.value)
+    assert "bad\\xffname" in message and "Rename" in message
+    message.encode("ascii")  # printable on any terminal: no stray bytes left in it
+    os.rename(os.fsencode(tmp_path) + b"/bad\xffname", os.fsencode(tmp_path) + b"/bo")
+    assert [s.student for s in find_submissions(tmp_path, "sdpa", "attention")] == ["amy", "bo"]

@@ -2,8 +2,8 @@
 
 `WORDING` is the only table of what each code means. Everything that words a code reads it:
 the terminal report (`autograder.report`), the feedback page and the summary of each graded
-cell (`sdpa_course.reports.feedback_text`), the class report and `docs/CONTRACT.md` (a test
-holds the contract's table to this one). Each code has
+cell (`sdpa_course.reports.feedback_text`), the class report, `docs/CONTRACT.md` and
+`docs/CONTRACT-ADDITIONS.md` (a test holds their tables to this one). Each code has
 
 - `where`: the exercises it can show on (`any` for the codes of how code failed),
 - `meaning`: one line for instructors, as in the contract's table,
@@ -15,7 +15,7 @@ holds the contract's table to this one). Each code has
 `stateful` from the grader (a second call with the same inputs answers differently); both are
 codes added beside the contract's, none of which is renamed. So are `raw-score-gradient`,
 `imprecise-gradient`, `missing-module` and `other-variant` (the answers are another
-variant's, `autograder.variants`), which CONTRACT section 3 now lists. A new code
+variant's, `autograder.variants`), which the contract's additions list. A new code
 needs an entry here: tests fail for a code that the grader can report and this table does not
 word. (What a report says about a failed test that a diagnosis explains is
 `diagnoses.explanations`: a message per test, not a code's wording.)

@@ -369,6 +369,8 @@ def test_attention_answers_each_call_from_its_own_inputs(student):
 # Each check is handed correct causal attention matrices, which it must accept, and matrices
 # broken in the one fact it checks, which it must reject; it earns its point only if it judges
 # every one of them right. A matrix broken only in the other check's fact is handed to neither.
+# The broken matrices' shape and dtype are among the correct ones', and the two kinds come in a
+# mixed order, so that neither the shape nor the count of calls gives the answer away.
 
 
 def causal_weights(seed, T, dtype):
@@ -407,6 +409,8 @@ CORRECT_WEIGHTS = (
                                           "matrix, whose rows sum to 1 only up to rounding"),
     (causal_weights(315, 48, np.float64), "a correct (48, 48) float64 causal attention "
                                           "matrix"),
+    # the broken matrices' own shape and dtype, correct: a check cannot tell them by shape
+    (_BASE, "a correct (8, 8) float64 causal attention matrix"),
 )
 TRANSPOSED = (_BASE.T, "a causal attention matrix transposed (its columns sum to 1, its "
                        "rows do not, and its weights sit above the diagonal)")
@@ -432,14 +436,27 @@ _FUTURE_HINT = ("every weight strictly above the diagonal (key j after query t) 
                 "exactly 0; the diagonal and below may hold any weight")
 
 
+def check_order(variant, name: str, count: int) -> list[int]:
+    """The order the matrices are handed to check `name`: correct and broken mixed, drawn from
+    the student's hidden inputs (a fixed mix for the default variant), so that a check that
+    counts its calls, instead of reading the matrix, cannot know which answer is wanted."""
+    rng = (variant.rng(f"ex3 {name} order") if variant.inputs_seed is not None
+           else np.random.default_rng(318))
+    return [int(i) for i in rng.permutation(count)]
+
+
 def judge_check(student, name, correct, broken, hint):
-    """The check accepts every correct matrix and rejects every broken one, in that order."""
-    for attn, what in correct:
-        if not as_verdict(_call_check(student, name, attn, what), name):
+    """The check accepts every correct matrix and rejects every broken one, asked in a mixed
+    order (`check_order`)."""
+    cases = [(attn, what, True) for attn, what in correct]
+    cases += [(attn, what, False) for attn, what in broken]
+    for index in check_order(student.variant, name, len(cases)):
+        attn, what, right = cases[index]
+        verdict = as_verdict(_call_check(student, name, attn, what), name)
+        if right and not verdict:
             raise Mismatch(f"{name} returned False for {what}", f"a correct matrix must pass: "
                            f"{hint}")
-    for attn, what in broken:
-        if as_verdict(_call_check(student, name, attn, what), name):
+        if not right and verdict:
             raise Mismatch(f"{name} returned True for {what}", f"a broken matrix must fail: "
                            f"{hint}")
 

@@ -24,7 +24,7 @@ import nbformat
 from nbgrader.utils import find_all_files
 
 from sdpa_course.assignment import NUMBERS_CELL
-from sdpa_course.errors import GradingFailed
+from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE, embedded_key
 
 TIMESTAMP_FILE = "timestamp.txt"
@@ -62,16 +62,38 @@ def _fingerprint_bytes(path: Path) -> bytes:
     return path.read_bytes()
 
 
+def _not_text(name: str) -> bool:
+    """A file name that is not UTF-8 text (Python keeps its stray bytes as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> list[Submission]:
-    """Every `submitted/<student>/<assignment>/` folder, sorted by student id."""
+    """Every `submitted/<student>/<assignment>/` folder, sorted by student id.
+
+    KitError, before anything is graded, for a student folder whose name is not UTF-8 text:
+    no student id can be made of it (the variant's key, the gradebook, the exports are text).
+    """
     if not submitted_dir.is_dir():
         return []
-    found = []
+    found, unnamed = [], []
     for student_dir in sorted(submitted_dir.iterdir()):
         folder = student_dir / assignment
         if student_dir.name.startswith(".") or not folder.is_dir():
             continue
+        if _not_text(student_dir.name):
+            unnamed.append(os.fsencode(student_dir.name))
+            continue
         found.append(Submission(student_dir.name, folder, folder / f"{notebook}.ipynb"))
+    if unnamed:
+        shown = ", ".join(repr(name)[1:] for name in unnamed[:5])  # b'..' -> '..': ASCII only
+        more = f" and {len(unnamed) - 5} more" if len(unnamed) > 5 else ""
+        raise KitError(f"{submitted_dir}: student folders whose names are not UTF-8 text, "
+                       f"which no student id can be made of: {shown}{more}. Rename them to "
+                       "the students' ids and grade again")
     return found
 
 

@@ -27,8 +27,15 @@ def open_formgrader(page: Page, server) -> FrameLocator:
 
 
 def go_to(frame: FrameLocator, link: str) -> None:
-    """Follow a link of formgrader's navigation (or a table) and wait for its table to load."""
+    """Follow a link of formgrader's navigation (or a table) and wait for its table to load.
+
+    Waits for the iframe to leave the page it was on first: until then the old page's rows
+    are still visible, and a step that reads them could catch them as they are discarded.
+    """
+    iframe = frame.owner.element_handle().content_frame()
+    was_at = iframe.url
     frame.get_by_role("link", name=link, exact=True).first.click()
+    iframe.wait_for_url(lambda url: url != was_at)
     expect(frame.locator(LOADED_ROWS).first).to_be_visible()
 
 

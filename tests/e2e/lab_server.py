@@ -27,7 +27,12 @@ LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False,
     },
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # the preferred kernel starts by itself: a busy machine can open the notebook before
+    # the kernel specs are listed, and JupyterLab would then ask which kernel with a dialog
+    # that blocks every cell (a student ticks "Always start the preferred kernel" once)
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "windowingMode": "none", "autoStartDefaultKernel": True,
+    },
 }
 
 
