@@ -185,7 +185,7 @@ def as_pair(value, what: str, *, hint: str = "") -> np.ndarray:
     if isinstance(value, (list, tuple)) and len(value) == 2:
         return np.array([as_number(v, f"each number of {what}") for v in value])
     arr = as_floats(value, what)
-    if arr.size == 2 and arr.squeeze().shape == (2,):
+    if arr.size == 2:  # two values squeeze to (2,) whatever their layout
         return arr.reshape(2)
     raise Mismatch(f"{what} should be two numbers, got shape {arr.shape}", hint)
 
