@@ -56,6 +56,13 @@ def test_diagnosing_agrees_within_the_tolerance_and_not_beyond(expected):
     assert not close([np.nan], [expected]) and not close("0.5", [expected])
 
 
+@pytest.mark.parametrize("actual", [1e-4, -1e-4])
+def test_an_error_of_exactly_the_tolerance_passes_in_grading_and_in_diagnosing(actual):
+    # |actual - expected| <= atol + rtol |expected|: at expected 0 the bound is atol exactly
+    expect_close(np.array([actual]), np.array([0.0]), "x")
+    assert FLOAT_RESULTS.ratio([actual], [0.0]) == 1.0
+    assert close([actual], [0.0])
+
 def test_a_mismatch_counts_the_wrong_values():
     expected = np.zeros((2, 3))
     actual = expected.copy()
