@@ -110,7 +110,8 @@ from .errors import (
 from .limits import Limits
 from .pool import SandboxPool, default_pool
 
-_LOADS_NUMPY = ("Cell", "CellOutcome", "Sandbox")  # from .sandbox, whose codec needs numpy
+# From .sandbox, whose codec needs numpy.
+_LOADS_NUMPY = ("Cell", "CellOutcome", "MemoryUse", "Sandbox")
 
 
 def __getattr__(name: str):
@@ -123,7 +124,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "Cell", "CellOutcome", "ForbiddenImport", "IsolationUnavailable", "Limits", "MissingName",
-    "Sandbox", "SandboxPool", "StudentDied", "StudentError", "StudentMemoryLimit", "StudentRaised",
-    "StudentTimeout", "Unserializable", "default_pool",
+    "Cell", "CellOutcome", "ForbiddenImport", "IsolationUnavailable", "Limits", "MemoryUse",
+    "MissingName", "Sandbox", "SandboxPool", "StudentDied", "StudentError", "StudentMemoryLimit",
+    "StudentRaised", "StudentTimeout", "Unserializable", "default_pool",
 ]

@@ -26,6 +26,7 @@ import time
 
 from . import codec
 from .cgroups import SubmissionCgroup
+from .gauge import MemoryGauge
 from .limits import Limits
 from .pool import SandboxPool
 
@@ -122,6 +123,7 @@ class WorkerProcess:
         self.alive = True
         self.request_id = 0
         self.pid, self.pidfd = 0, -1
+        self.gauge: MemoryGauge | None = None
         os.set_blocking(self.out_fd, False)
         os.set_blocking(self.report_fd, False)
         try:
@@ -132,6 +134,8 @@ class WorkerProcess:
         self.sock.setblocking(False)
         self.group_kill = pool.mode != "namespaces"
         self.run_delay = RunDelay(self.pid)
+        # Opened now, before any student code ran (see `gauge`).
+        self.gauge = MemoryGauge(self.pid)
 
     # -- start ------------------------------------------------------------------------------
 
@@ -412,6 +416,8 @@ class WorkerProcess:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+        if self.gauge is not None:
+            self.gauge.close()
         for name in ("out_fd", "report_fd", "pidfd"):
             fd = getattr(self, name)
             if fd >= 0:
