@@ -458,6 +458,19 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  codes={"ex3": ("not-normalized",)}),
         _hostile("nan-of-the-right-shape", "attention returns NaN: no property points",
                  *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 3.5}),
+        _hostile("ex4-memory-peak-reset", "the whole (n, m) matrix, then resets "
+                 "tracemalloc's peak", *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_RESET_PEAK,
+                 scores={"ex4": 3}, codes={"ex4": ("blockwise-quadratic-memory",)}),
+        _hostile("ex4-memory-measure-patched", "the whole (n, m) matrix, and the worker's "
+                 "measuring functions patched", *_with_ex3(*CORRECT_EX3[:2]),
+                 p.BLOCKWISE_PATCHED_MEASURE, scores={"ex4": 3},
+                 codes={"ex4": ("blockwise-quadratic-memory",)}),
+        _hostile("ex4-memory-in-mmap", "the whole (n, m) matrix in an anonymous mmap",
+                 *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_IN_MMAP, scores={"ex4": 3},
+                 codes={"ex4": ("blockwise-quadratic-memory",)}),
+        _hostile("ex4-memory-in-child", "the whole (n, m) matrix in a forked process",
+                 *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_IN_CHILD, scores={"ex4": 3},
+                 codes={"ex4": ("crashed",)}),  # a measured call may not fork
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
                  p.READ_HIDDEN_FILES, *correct_ex2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),
