@@ -38,11 +38,13 @@ vanish (`python tests/test_tolerances.py` prints them).
   high-water mark, read by the trusted side (`autograder.sandbox.gauge`), which the student's
   code cannot reset, patch or allocate around (an mmap, a forked process) as it can
   tracemalloc: 24 MiB. The mark also counts pages of code and of the sandbox's own messages
-  touched for the first time: correct styles raise it by up to 8.5 MiB (first call, float32;
-  4 to 5 MiB once warm), about 4 MiB above what tracemalloc sees of them, so an answer at
-  tracemalloc's limit stays below 24 MiB with room to spare, while one T x T float64 array is
-  32 MiB. The mark counts resident pages only: memory allocated before the call and reused
-  in it is seen by neither measure.
+  touched for the first time: measured as the worker's first call, the corpus's blockwise
+  styles raise it by up to 11.9 MiB, at most 7.5 MiB above what tracemalloc sees of them
+  (about half that once warm), and other correct styles (a row at a time into lists, blocks
+  of queries over whole rows, extra copies) by up to 13.1 MiB; so an answer at tracemalloc's
+  limit stays below 24 MiB, while one T x T float64 array is 32 MiB. The mark counts
+  resident pages only: memory allocated before the call and reused in it is seen by neither
+  measure, and a T x T float32 array (16 MiB) hidden from tracemalloc stays below it.
 - `significant_figures`, exercise 2: one unit in the third significant figure (rounded or
   truncated); a forward difference with step 1e-2 (3.369e-4 for 3.352e-4) is 1.7 units off
   and fails, as three significant figures require.

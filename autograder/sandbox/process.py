@@ -5,7 +5,8 @@ works); everything read is validated by `codec`, and nothing the worker sends ca
 here but `WorkerLost` (a frame that is not a reply to the current request is dropped). The
 worker's pid comes from the kernel (the credentials of its "ready" message, sent before any
 student code ran); its exit status and CPU time from the zygote, over a pipe student code
-never held.
+never held. Its `gauge` (`MemoryGauge`) is opened on it as soon as it is ready, before any
+student code ran.
 
 Time limits are charged as the time the worker's main thread ran or chose to wait: the time it
 spent runnable but waiting for a processor (its run delay in /proc/PID/schedstat), which other
