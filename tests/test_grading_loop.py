@@ -27,6 +27,7 @@ import sdpa_course.grading.grade as pipeline
 
 HOSTILE_ID = "=SUM(1;2)@x"  # a folder name: no "/"
 ESCAPE_ID = "eve\x1b[2J\x1b[1;1Hzed"
+SHOWN_ESCAPE_ID = "eve\\x1b[2J\\x1b[1;1Hzed"  # as the CSV files write it: no escape sequence
 BIN = Path(sys.executable).parent
 
 
@@ -63,6 +64,7 @@ def course(tmp_path_factory):
     submit(course, "ben", with_code(answer_key(), "# FAKE:ex3=4.5"))
     submit(course, "cy", text="{ not json")
     submit(course, HOSTILE_ID, answer_key())
+    submit(course, ESCAPE_ID, answer_key())
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         gb.update_or_create_student("dee")  # on the roll, never submitted
     grade(course)
@@ -102,7 +104,7 @@ def test_the_lms_export_has_every_student_with_hand_points_and_totals(course):
     mark_by_hand(course, "ada", 1.5, "Good.")
     grade(course)
     got = rows(course / "reports" / "sdpa" / "grades.csv")
-    assert set(got) == {"ada", "ben", "cy", "dee", "'" + HOSTILE_ID}
+    assert set(got) == {"ada", "ben", "cy", "dee", "'" + HOSTILE_ID, SHOWN_ESCAPE_ID}
     assert (got["ada"]["status"], got["ada"]["auto_score"], got["ada"]["hand_score"],
             got["ada"]["total"], got["ada"]["max_total"]) == ("graded", "20", "1.5", "21.5", "22")
     assert got["cy"]["status"] == "failed" and got["cy"]["total"] == ""
@@ -119,7 +121,7 @@ def test_nbgrader_export_lists_failed_and_missing_students_without_a_zero(course
                           env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
     assert done.returncode == 0, done.stderr
     got = rows(course / "grades.csv")
-    assert set(got) == {"ada", "ben", "cy", "dee", "'" + HOSTILE_ID}
+    assert set(got) == {"ada", "ben", "cy", "dee", "'" + HOSTILE_ID, SHOWN_ESCAPE_ID}
     assert got["cy"]["score"] == "" and got["cy"]["status"] == "failed"
     assert "JSON breaks at line 1" in got["cy"]["reason"]
     assert got["dee"]["score"] == "" and got["dee"]["status"] == "missing"
@@ -127,10 +129,11 @@ def test_nbgrader_export_lists_failed_and_missing_students_without_a_zero(course
 
 
 @pytest.mark.parametrize("name", ["scores.csv", "diagnoses.csv", "grades.csv"])
-def test_no_csv_cell_starts_a_formula(course, name):
+def test_no_csv_cell_starts_a_formula_or_holds_a_control_character(course, name):
     for row in csv.reader((course / "reports" / "sdpa" / name).open(encoding="utf-8")):
         for cell in row:
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), (name, cell)
+            assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in cell), (name, cell)
 
 
 def test_the_summary_escapes_student_controlled_text(tmp_path):

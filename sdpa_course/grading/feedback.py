@@ -24,7 +24,7 @@ from nbgrader.converters import GenerateFeedback
 from traitlets.config import Config
 
 from sdpa_course.course.directory import Course
-from sdpa_course.grading.submissions import copy_regular_files
+from sdpa_course.grading.submissions import TIMESTAMP_FILE
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 from sdpa_course.reports.records import GRADED, save_record
 
@@ -119,8 +119,12 @@ class FeedbackWriter:
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        # like generate_feedback: the other files of the autograded folder (timestamp.txt)
-        copy_regular_files(source, dest, [*course.coursedir.ignore, "*.ipynb"])
+        # generate_feedback copies every other file of the autograded folder; only the
+        # timestamp is needed (release_feedback reads it), and a student's own .html beside
+        # the page would be served with it, without the page's sanitising or its CSP
+        stamp = source / TIMESTAMP_FILE
+        if stamp.is_file() and not stamp.is_symlink():
+            shutil.copyfile(stamp, dest / TIMESTAMP_FILE)
         out = dest / f"{course.notebook}.html"
         out.write_text(html, encoding="utf-8")
         os.chmod(out, 0o644)

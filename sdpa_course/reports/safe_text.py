@@ -28,6 +28,8 @@ def for_terminal(text) -> str:
 
 
 def for_spreadsheet(text) -> str:
-    """A CSV cell that a spreadsheet shows as text: a leading `'` before a formula's start."""
-    text = "" if text is None else str(text)
+    """A CSV cell that a spreadsheet shows as text, and a terminal too (`cat scores.csv`):
+    control characters escaped as `for_terminal` does, then a leading `'` before a formula's
+    start."""
+    text = "" if text is None else for_terminal(text)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
