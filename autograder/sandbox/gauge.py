@@ -19,6 +19,10 @@ thread for the rest of its life, and it refuses to measure (`Unmeasurable`) a wo
 has a thread or a child already (started by a cell). The same holds as root, as an ordinary
 user and without CAP_SYS_ADMIN, with or without cgroups; a respawned worker starts afresh.
 
+The worker cannot reset its own mark: Landlock lets it write only under /tmp and /dev/shm,
+so its /proc/self/clear_refs is closed to it (where the kernel lacks Landlock, a dumpable
+worker could, and the sandbox's warnings say so).
+
 Not counted: kernel memory the call fills without mapping it (pipe buffers, files written to
 its tmpfs with write()), and memory the submission allocated before the call and reuses
 during it (already resident, it raises no high-water mark; tracemalloc does not count it

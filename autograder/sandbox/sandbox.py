@@ -406,6 +406,9 @@ class Sandbox:
                            f"submission's process ({exc}); tracemalloc's figure stands alone")
         elif gauge is not None:
             self._warn(f"{gauge.unavailable}: tracemalloc's figure stands alone")
+        if self.pool.mode == "namespaces" and not self.pool.layers.get("landlock"):
+            self._warn("without Landlock, the submission's process could reset the memory "
+                       "high-water mark of a measured call itself (/proc/self/clear_refs)")
         reply, reply_blob = self._exchange(worker, message, blob, what, True)
         resident = None
         if start is not None:
