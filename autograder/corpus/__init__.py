@@ -239,9 +239,10 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _correct("float32", "float32 throughout softmax and attention, a -1e9 fill",
                  ex1_rounded, p.SOFTMAX_FLOAT32, p.ex2_computed(ex2), p.ATTENTION_FLOAT32,
                  p.CAUSAL_MASK_TRIU, *CHECKS, p.BLOCKWISE_FLOAT32),
-        _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill",
+        _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill "
+                 "(also in blocks, with copies of every input)",
                  p.ex1_computed(ex1), p.SOFTMAX_EPSILON, p.ex2_computed(ex2), p.ATTENTION_FINFO_MIN,
-                 p.CAUSAL_MASK_TRIU, *CHECKS),
+                 p.CAUSAL_MASK_TRIU, *CHECKS, p.BLOCKWISE_COPIES),
         _correct("truncated-numbers", "hand numbers cut, not rounded, to three figures",
                  p.ex1_truncated(ex1), p.SOFTMAX_STABLE, p.ex2_truncated(ex2), *CORRECT_EX3),
         _correct("one-element-answers", "numbers as arrays of shape (1,) and (1, 1), ex1 as "

@@ -486,6 +486,27 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
         out[q0:q1] = acc / total[:, None]
     return out
 """
+BLOCKWISE_COPIES = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    Q, K, V = np.array(Q, dtype=float), np.array(K, dtype=float), np.array(V, dtype=float)
+    n, m = len(Q), len(K)
+    best = np.full(n, np.finfo(float).min)            # finfo.min, not -inf, as the start
+    total = np.zeros(n)
+    acc = np.zeros((n, V.shape[1]))
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        scores = (Q @ K[start:stop].T).copy() / np.sqrt(Q.shape[1])
+        if causal:
+            hidden = np.arange(start, stop)[None, :] > np.arange(n)[:, None]
+            scores = np.where(hidden, np.finfo(float).min, scores)
+        new = np.maximum(best, scores.max(axis=1))
+        scale = np.exp(best - new)
+        weights = np.exp(scores - new[:, None])
+        total = total * scale + weights.sum(axis=1)
+        acc = acc * scale[:, None] + weights @ V[start:stop]
+        best = new
+    return acc / total[:, None]
+"""
 BLOCKWISE_NO_RESCALE = blockwise_with(rescale=False)
 BLOCKWISE_PER_BLOCK_NORMALISER = blockwise_with(normalise="per block")
 BLOCKWISE_CAUSAL_OFF_BY_ONE = blockwise_with(mask="np.where(np.arange(start, stop)[None, :] "
