@@ -78,6 +78,9 @@ class MemoryGauge:
         """Make the worker unable to start processes or threads, check it is alone, reset its
         high-water mark; the mark (bytes) the call starts from. `Unmeasurable` when it has a
         thread or a child; OSError when the worker is gone."""
+        # prlimit takes a pid number: first make sure, through the descriptor opened on this
+        # very process (a pid recycled since would give ESRCH here), that it is still there.
+        self._read(self._status)
         resource.prlimit(self.pid, resource.RLIMIT_NPROC, (1, 1))
         status = self._read(self._status)
         threads = self._status_field(status, "Threads")
