@@ -34,6 +34,17 @@ vanish (`python tests/test_tolerances.py` prints them).
   peaks at 4.4 to 4.8 MiB (all queries against one block of keys: a few (T, 64) arrays) or
   0.4 MiB (tiles); the (T, T) scores alone are 32 MiB, four times the limit (a whole softmax
   peaks at 96 MiB), and a causal mask built from np.ones((T, T)) at 68 MiB.
+- `BLOCKWISE_RESIDENT`, exercise 4: how far the same call may raise its process's memory
+  high-water mark, read by the trusted side (`autograder.sandbox.gauge`), which the student's
+  code cannot reset, patch or allocate around (an mmap, a forked process) as it can
+  tracemalloc: 24 MiB. The mark also counts pages of code and of the sandbox's own messages
+  touched for the first time: measured as the worker's first call, the corpus's blockwise
+  styles raise it by up to 11.9 MiB, at most 7.5 MiB above what tracemalloc sees of them
+  (about half that once warm), and other correct styles (a row at a time into lists, blocks
+  of queries over whole rows, extra copies) by up to 13.1 MiB; so an answer at tracemalloc's
+  limit stays below 24 MiB, while one T x T float64 array is 32 MiB. The mark counts
+  resident pages only: memory allocated before the call and reused in it is seen by neither
+  measure, and a T x T float32 array (16 MiB) hidden from tracemalloc stays below it.
 - `significant_figures`, exercise 2: one unit in the third significant figure (rounded or
   truncated); a forward difference with step 1e-2 (3.369e-4 for 3.352e-4) is 1.7 units off
   and fails, as three significant figures require.
@@ -68,6 +79,7 @@ class Tolerance:
 FLOAT_RESULTS = Tolerance(rtol=1e-4, atol=1e-4)
 BLOCKWISE_MEMORY_T = 2048  # n = m = T in exercise 4's memory test
 BLOCKWISE_MEMORY = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T * 8 // 4  # bytes: 8 MiB
+BLOCKWISE_RESIDENT = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T * 8 * 3 // 4  # bytes: 24 MiB
 LARGE_SCORES = Tolerance(rtol=3e-3, atol=3e-3)
 HAND = 1e-3 + 1e-12  # the 1e-12 absorbs the binary representation of 0.669 - 0.6698
 # Exercise 1's later steps judged against the student's own earlier numbers (error carried

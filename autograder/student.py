@@ -43,8 +43,9 @@ class Student:
         )
 
     def call_measuring_memory(self, name: str, *args, **kwargs):
-        """Like `call`, as `(result, peak_bytes)`: the peak memory the call allocated beyond
-        its inputs (tracemalloc, in the sandbox), None if the call stopped the measurement."""
+        """Like `call`, as `(result, MemoryUse)`: the peak memory the call allocated beyond
+        its inputs as tracemalloc saw it in the sandbox (None if the call stopped it), and how
+        far it raised its process's memory high-water mark, read from outside the process."""
         return self._annotated(
             lambda: self._sandbox.call_measuring_memory(name, *args, **kwargs),
             name,

@@ -22,7 +22,8 @@ the class each time:
 Each repeat runs the three in a rotated order (stock first, then kit first, ...), after one
 untimed warm-up of each on a small class; medians of the repeats are reported with every run.
 Checked after each run: a gradebook entry and a feedback page for every student, and for the
-kit, every student's score as the corpus expects.
+kit, every student's score in the gradebook as the corpus expects (each notebook is written
+with its student's own numbers: `init` gives the course a seed; extra credit on top).
 
 --as-user NAME runs every timed command as that user (the class folders are given to them),
 as the hardening issue asks: the kit's sandbox then takes its ordinary-user path. The Python
@@ -65,26 +66,31 @@ def load() -> str:
         f" (1, 5, 15 min) on {os.cpu_count()} cores"
 
 
-def class_notebooks(students: int) -> list[tuple[str, object, float]]:
-    """(student, notebook, expected score): distinct submissions, right and wrong."""
+def class_notebooks(students: int, variant_of) -> list[tuple[str, object, float]]:
+    """(student, notebook, expected score in nbgrader, extra credit on top): distinct
+    submissions, right and wrong, each written with its student's numbers (`variant_of`)."""
     import copy
 
     import nbformat
 
     from autograder.corpus import cases
-    from autograder.exercises import MAX_SCORE
+    from autograder.exercises import EXTRA_CREDIT, MAX_SCORE
     from sdpa_course.course.material import notebook_path
     from sdpa_course.demo import notebook_from_source
 
     key = nbformat.read(str(notebook_path("solutions")), as_version=4)
-    kinds = [("answer-key", key, MAX_SCORE)] + [
-        (case.name, notebook_from_source(key, case.source), case.expected_score)
-        for case in cases() if case.kind in ("correct", "mistake")]
+    kinds = ["answer-key"] + [case.name for case in cases()
+                              if case.kind in ("correct", "mistake")]
     out = []
     for i in range(students):
-        name, nb, expected = kinds[i % len(kinds)]
+        name = kinds[i % len(kinds)]
         student = f"s{i:03d}-{name}"
-        nb = copy.deepcopy(nb)
+        if name == "answer-key":  # works its answers out from the numbers it shows
+            nb, expected = copy.deepcopy(key), MAX_SCORE + EXTRA_CREDIT
+        else:
+            case = next(c for c in cases(variant_of(student)) if c.name == name)
+            nb = notebook_from_source(key, case.source)
+            expected = case.expected_score + case.expected_extra_credit
         for cell in nb.cells:
             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
                 cell.source = f"{cell.source}\n# handed in by {student}"
@@ -97,12 +103,14 @@ def build_class(root: Path, students: int) -> tuple[Path, Path, dict[str, float]
     import nbformat
 
     from sdpa_course.course.create import init_course
+    from sdpa_course.course.directory import Course
     from sdpa_course.course.release import release_assignment
 
     kit = init_course(root / "kit")
     release_assignment(kit)
+    variants = Course.open(kit).variants  # init gave the course a seed: students' own numbers
     expected = {}
-    for student, nb, score in class_notebooks(students):
+    for student, nb, score in class_notebooks(students, variants.variant):
         folder = kit / "submitted" / student / "sdpa"
         folder.mkdir(parents=True)
         nbformat.write(nb, str(folder / "attention.ipynb"))

@@ -460,9 +460,46 @@ def memory_total(pool: SandboxPool, context: dict) -> dict:
         sandbox.close()
 
 
+def measured_memory(pool: SandboxPool, context: dict) -> dict:
+    """A (2048, 2048) float64 matrix (32 MiB) hidden from tracemalloc in each way a student
+    can (reset peak, patched measure, anonymous mmap, a forked process, a non-dumpable
+    process, the process's own /proc/self/clear_refs, which Landlock keeps it from writing),
+    and one allocating half a MiB honestly: (traced, resident, unmeasured) or the
+    error."""
+    cheats = {
+        "reset_peak": "tracemalloc.reset_peak()",
+        "patched": "worker = sys.modules['_sdpa_sandbox.worker']\n"
+                   "    worker._TRACING_PEAK = lambda call: (call(), 0)",
+        "mmap": "a = np.frombuffer(mmap.mmap(-1, n * n * 8)).reshape(n, n); a[:] = 1.0",
+        "fork": "pid = os.fork()\n    if pid == 0:\n        np.ones((n, n)).sum(); os._exit(0)\n"
+                "    os.waitpid(pid, 0)",
+        "non_dumpable": "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); tracemalloc.reset_peak()",
+        "own_clear_refs": "tracemalloc.reset_peak()\n"  # the mark itself reset, if it could
+                          "    for path in ('/proc/self/clear_refs', '/proc/1/clear_refs'):\n"
+                          "        try:\n            fd = os.open(path, os.O_WRONLY)\n"
+                          "            os.write(fd, b'5')\n        except OSError:\n"
+                          "            pass",
+    }
+    found = {}
+    for name, hide in {"honest": "a = np.ones((n // 8, n // 8))", **cheats}.items():
+        before = "a = np.ones((n, n)); del a\n    " if name in (
+            "reset_peak", "patched", "non_dumpable", "own_clear_refs") else ""
+        sandbox = _sandbox(pool, "import ctypes, mmap, os, sys, tracemalloc\n"
+                           "import numpy as np\n"
+                           f"def f(n):\n    {before}{hide}\n    return 1\n")
+        try:
+            _, use = sandbox.call_measuring_memory("f", 2048)
+            found[name] = [use.traced, use.resident, use.unmeasured]
+        except StudentError as err:
+            found[name] = f"{type(err).__name__}: {err}"
+        finally:
+            sandbox.close()
+    return found
+
+
 SCENARIOS = {f.__name__: f for f in (identity, secrets, corpus_reader, writes, network,
                                       neighbours, processes, confinement, limits,
-                                      memory_total)}
+                                      memory_total, measured_memory)}
 
 
 def main() -> None:

@@ -425,16 +425,18 @@ def test_ignored_source_files_never_reach_autograded_or_feedback(small_class):
     assert (small_class / "autograded" / "ada" / "sdpa" / "data.csv").is_file()
 
 
-def test_feedback_holds_the_page_and_the_timestamp_only(tmp_path):
+def test_feedback_holds_the_page_and_what_release_feedback_reads_only(tmp_path):
     # a student's own page beside the kit's would be served without its sanitising and CSP
     course = released_course(tmp_path / "course")
     folder = submit(course, "eve", answer_key()).parent
     (folder / "evil.html").write_text("<script>alert(document.cookie)</script>")
     (folder / "attention_files").mkdir()
     (folder / "attention_files" / "x.html").write_text("<script>alert(1)</script>")
+    (folder / "submission_secret.txt").write_text("0" * 128)  # as nbgrader submit leaves it
     assert grade_course(course, workers=1).records["eve"]["status"] == "graded"
     feedback = course / "feedback" / "eve" / "sdpa"
-    assert sorted(p.name for p in feedback.iterdir()) == ["attention.html", "timestamp.txt"]
+    assert sorted(p.name for p in feedback.iterdir()) == [
+        "attention.html", "submission_secret.txt", "timestamp.txt"]
 
 
 def test_run_stopped_with_ctrl_c_resumes_where_it_stopped(tmp_path):

@@ -16,7 +16,7 @@ from autograder.engine import grade_content
 from autograder.exercises import EXERCISES
 from autograder.report import build_report, render_text
 from autograder.runner import run_tests
-from autograder.sandbox import MissingName
+from autograder.sandbox import MemoryUse, MissingName
 from autograder.variants import DEFAULT
 
 
@@ -71,7 +71,8 @@ class HostileStudent:
         return self.returned, args, kwargs
 
     def call_measuring_memory(self, name, *args, **kwargs):
-        return self.returned, 2**40  # the peak is the sandbox's, checked to be an int
+        # The figures are the sandbox's (checked to be ints) and the gauge's.
+        return self.returned, MemoryUse(2**40, 2**40)
 
 
 class HostilePairStudent(HostileStudent):

@@ -296,21 +296,81 @@ def test_a_measured_call_reports_the_peak_memory_it_allocated_beyond_its_inputs(
                   "def square(n):\n    return float(np.ones((n, n)).sum())\n"
                   "def corner(a):\n    return float(a[0, 0])")
     matrix = 1024 * 1024 * 8  # bytes of one (1024, 1024) float64 array
-    result, peak = sandbox.call_measuring_memory("square", 1024)
-    assert result == 1024.0**2 and matrix <= peak < 2 * matrix
-    result, peak = sandbox.call_measuring_memory("corner", np.ones((1024, 1024)))
-    assert result == 1.0 and peak < 64 * 1024  # the argument arrived before the measure
+    result, use = sandbox.call_measuring_memory("square", 1024)
+    assert result == 1024.0**2 and matrix <= use.traced < 2 * matrix
+    assert matrix <= use.resident < 3 * matrix and use.unmeasured == ""
+    result, use = sandbox.call_measuring_memory("corner", np.ones((1024, 1024)))
+    assert result == 1.0 and use.traced < 64 * 1024  # the argument arrived before the measure
     assert sandbox.call("square", 2) == 4.0  # ordinary calls are not traced
 
 
 def test_a_call_that_stops_tracemalloc_gets_no_measurement_and_patching_fakes_none(run):
-    sandbox = run("import numpy as np\nimport tracemalloc\n"
+    sandbox = run("import numpy as np\nimport sys\nimport tracemalloc\n"
                   "def stop():\n    tracemalloc.stop()\n    return 1\n"
                   "def patched():\n    tracemalloc.get_traced_memory = lambda: (0, 0)\n"
+                  "    worker = sys.modules['_sdpa_sandbox.worker']\n"
+                  "    worker.get_traced_memory = worker.reset_peak = lambda *a: (0, 0)\n"
+                  "    worker._TRACING_PEAK = lambda call: (call(), 0)\n"
                   "    return float(np.ones((512, 512)).sum())")
-    assert sandbox.call_measuring_memory("stop") == (1, None)
-    _, peak = sandbox.call_measuring_memory("patched")
-    assert peak >= 512 * 512 * 8  # the worker holds its own tracemalloc functions
+    result, use = sandbox.call_measuring_memory("stop")
+    assert result == 1 and use.traced is None and use.resident is not None
+    _, use = sandbox.call_measuring_memory("patched")
+    assert use.traced >= 512 * 512 * 8  # the worker holds its own tracemalloc functions
+
+
+# Exercise 4's memory test cheated: a (2048, 2048) float64 matrix (32 MiB) hidden from
+# tracemalloc. The gauge (`autograder.sandbox.gauge`) reads it from outside the worker.
+HIDDEN_MATRIX = {
+    "reset_peak": "import tracemalloc\n"
+                  "def cheat(n):\n    a = np.ones((n, n))\n    total = float(a.sum())\n"
+                  "    del a\n    tracemalloc.reset_peak()\n    return total",
+    "_tracemalloc": "import _tracemalloc\n"
+                    "def cheat(n):\n    total = float(np.ones((n, n)).sum())\n"
+                    "    _tracemalloc.reset_peak()\n    return total",
+    "mmap": "import mmap\n"
+            "def cheat(n):\n    a = np.frombuffer(mmap.mmap(-1, n * n * 8)).reshape(n, n)\n"
+            "    a[:] = 1.0\n    return float(a.sum())",
+    "non-dumpable": "import ctypes, tracemalloc\n"
+                    "def cheat(n):\n    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\n"
+                    "    total = float(np.ones((n, n)).sum())\n"
+                    "    tracemalloc.reset_peak()\n    return total",
+}
+
+
+@pytest.mark.parametrize("how", HIDDEN_MATRIX)
+def test_a_matrix_hidden_from_tracemalloc_is_seen_from_outside_the_process(run, how):
+    sandbox = run("import numpy as np\n" + HIDDEN_MATRIX[how])
+    for _ in range(2):  # the second call starts from a raised high-water mark
+        result, use = sandbox.call_measuring_memory("cheat", 2048)
+        assert result == 2048.0**2
+        # 32 MiB, less what the process freed before it: well over exercise 4's 24 MiB
+        assert use.traced < 2**20 and use.resident >= 30 * 2**20, use
+
+
+def test_a_measured_call_can_start_no_process_or_thread_and_its_worker_none_later(run):
+    sandbox = run("import os, threading\nimport numpy as np\n"
+                  "def child():\n    pid = os.fork()\n    if pid == 0:\n"
+                  "        np.ones((2048, 2048)).sum()\n        os._exit(0)\n"
+                  "    return os.waitpid(pid, 0)[1]\n"
+                  "def thread():\n    threading.Thread(target=print).start()\n    return 1\n")
+    with pytest.raises(StudentRaised, match="BlockingIOError"):
+        sandbox.call_measuring_memory("child")
+    with pytest.raises(StudentRaised, match="can't start new thread|RuntimeError"):
+        sandbox.call("thread")
+    with pytest.raises(StudentRaised, match="BlockingIOError"):
+        sandbox.call("child")
+
+
+def test_a_worker_running_a_thread_or_a_child_is_not_measured(run):
+    thread = run("import threading, time\n"
+                 "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+                 "def f():\n    return 1")
+    result, use = thread.call_measuring_memory("f")
+    assert result == 1 and use.resident is None and "2 threads" in use.unmeasured
+    child = run("import subprocess\nsubprocess.Popen(['sleep', '30'])\n"
+                "def f():\n    return 1")
+    result, use = child.call_measuring_memory("f")
+    assert result == 1 and use.resident is None and "child processes" in use.unmeasured
 
 
 def test_garbage_written_to_the_reply_channel_is_contained(run):

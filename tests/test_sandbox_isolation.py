@@ -87,7 +87,7 @@ def results(grader, course):
     context = {"hidden": [str(course)], "secrets": targets + _kit_data_copy(),
                "marker": marker, "number": secrets.randbelow(10**6), "home": str(grader.home)}
     names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
-             "processes", "confinement", "limits"]
+             "processes", "confinement", "limits", "measured_memory"]
     if grader.name != "user":
         names.append("memory_total")  # without cgroups nothing bounds it: see the warning
     try:
@@ -257,3 +257,16 @@ def test_memory_of_all_processes_together_is_bounded_by_the_cgroup(results, grad
     assert total["status"] == "ok", total
     assert 400 * total["held_to_the_end"] <= limit_mb, total
     assert total["killed"] >= 8 - limit_mb // 400, total
+
+
+def test_a_matrix_hidden_from_tracemalloc_is_read_from_outside_the_worker(results):
+    """Exercise 4's memory test (autograder.sandbox.gauge): each way of hiding a 32 MiB
+    matrix from tracemalloc is seen, or refused (a fork), by every grader."""
+    found = results["measured_memory"]
+    traced, resident, unmeasured = found.pop("honest")
+    assert traced < MiB and resident < 8 * MiB and unmeasured == "", found
+    fork = found.pop("fork")
+    assert isinstance(fork, str) and "BlockingIOError" in fork, fork
+    for how, (traced, resident, unmeasured) in found.items():
+        assert resident >= 30 * MiB and unmeasured == "", (how, traced, resident)
+    assert found["reset_peak"][0] < MiB and found["mmap"][0] < MiB  # tracemalloc was fooled

@@ -19,6 +19,7 @@ import pytest
 import sdpa_ref
 from autograder.compare import FLOAT_RESULTS, HAND, LARGE_SCORES, significant_figures
 from autograder.corpus import cases
+from autograder.sandbox import Cell, Sandbox, SandboxPool
 from autograder.suites import test_ex2, test_ex3, test_ex4
 from autograder.variants import DEFAULT
 from tests import variant_sample
@@ -238,6 +239,47 @@ def test_blockwise_memory_of_every_correct_style_is_well_inside_the_limit(blockw
     assert {c.name for c in BLOCKWISE if c.kind == "correct"}  # measured on correct ones too
 
 
+def resident_growth(pool: SandboxPool, case) -> tuple[int, int]:
+    """(largest growth of the worker's high-water mark, largest traced peak) over the memory
+    test's two calls, in a sandbox as the grader runs them (the gauge exists only there).
+    The memory call is the worker's first call: pages of code and of the sandbox's messages
+    touched for the first time count, as they would if it ran first."""
+    resident, traced = [], []
+    with Sandbox([Cell(case.source, "submission")], pool=pool) as sandbox:
+        sandbox.start()
+        for seed, causal in ((407, False), (408, True)):
+            Q, K, V = test_ex4.memory_inputs(seed)
+            _, use = sandbox.call_measuring_memory("attention_blockwise", Q, K, V,
+                                                   causal=causal, block=64)
+            resident.append(use.resident)
+            traced.append(use.traced)
+    return max(resident), max(traced)
+
+
+@pytest.fixture(scope="module")
+def blockwise_growth() -> dict[str, tuple[int, int]]:
+    with SandboxPool() as pool:
+        return {case.name: resident_growth(pool, case) for case in BLOCKWISE}
+
+
+@pytest.mark.slow
+def test_blockwise_memory_seen_from_outside_is_well_inside_its_bound(blockwise_growth):
+    """The gauge's bound (`BLOCKWISE_RESIDENT`): every correct style at most 1/MEMORY_MARGIN
+    of it, every case pinned to fail the memory test at least MEMORY_MARGIN times it; and what
+    the gauge counts beyond tracemalloc (code and message pages) is so small that an answer
+    at tracemalloc's limit would still be inside the bound."""
+    bound = test_ex4.RESIDENT_BOUND_BYTES
+    overheads = []
+    for case in BLOCKWISE:
+        resident, traced = blockwise_growth[case.name]
+        if "blockwise_memory_stays_far_below_one_score_matrix" in _pinned(case):
+            assert resident >= MEMORY_MARGIN * bound, (case.name, resident)
+        else:
+            assert resident <= bound / MEMORY_MARGIN, (case.name, resident)
+            overheads.append(resident - traced)
+    assert test_ex4.MEMORY_LIMIT_BYTES + max(overheads) < bound, max(overheads)
+
+
 if __name__ == "__main__":
     measured = measure()
     stable = ("attention_is_stable_at_large_scores", "softmax_survives_large_scores")
@@ -251,3 +293,9 @@ if __name__ == "__main__":
         peak = peak_bytes(run_case(case)["attention_blockwise"])
         print(f"BLOCKWISE_MEMORY: {case.name} peaks at {peak / 2**20:.2f} MiB "
               f"(limit {test_ex4.MEMORY_LIMIT_BYTES / 2**20:.0f} MiB)")
+    with SandboxPool() as sandboxes:
+        for case in BLOCKWISE:
+            resident, traced = resident_growth(sandboxes, case)
+            print(f"BLOCKWISE_RESIDENT: {case.name} raises the high-water mark by "
+                  f"{resident / 2**20:.2f} MiB, {(resident - traced) / 2**20:.2f} above "
+                  f"tracemalloc (bound {test_ex4.RESIDENT_BOUND_BYTES / 2**20:.0f} MiB)")

@@ -239,9 +239,10 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _correct("float32", "float32 throughout softmax and attention, a -1e9 fill",
                  ex1_rounded, p.SOFTMAX_FLOAT32, p.ex2_computed(ex2), p.ATTENTION_FLOAT32,
                  p.CAUSAL_MASK_TRIU, *CHECKS, p.BLOCKWISE_FLOAT32),
-        _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill",
+        _correct("epsilon-and-finfo", "1e-8 added to the softmax's denominator, finfo.min fill "
+                 "(also in blocks, with copies of every input)",
                  p.ex1_computed(ex1), p.SOFTMAX_EPSILON, p.ex2_computed(ex2), p.ATTENTION_FINFO_MIN,
-                 p.CAUSAL_MASK_TRIU, *CHECKS),
+                 p.CAUSAL_MASK_TRIU, *CHECKS, p.BLOCKWISE_COPIES),
         _correct("truncated-numbers", "hand numbers cut, not rounded, to three figures",
                  p.ex1_truncated(ex1), p.SOFTMAX_STABLE, p.ex2_truncated(ex2), *CORRECT_EX3),
         _correct("one-element-answers", "numbers as arrays of shape (1,) and (1, 1), ex1 as "
@@ -458,6 +459,19 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  codes={"ex3": ("not-normalized",)}),
         _hostile("nan-of-the-right-shape", "attention returns NaN: no property points",
                  *_with_ex3(p.ATTENTION_NAN, p.CAUSAL_MASK_TRIU), scores={"ex3": 3.5}),
+        _hostile("ex4-memory-peak-reset", "the whole (n, m) matrix, then resets "
+                 "tracemalloc's peak", *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_RESET_PEAK,
+                 scores={"ex4": 3}, codes={"ex4": ("blockwise-quadratic-memory",)}),
+        _hostile("ex4-memory-measure-patched", "the whole (n, m) matrix, and the worker's "
+                 "measuring functions patched", *_with_ex3(*CORRECT_EX3[:2]),
+                 p.BLOCKWISE_PATCHED_MEASURE, scores={"ex4": 3},
+                 codes={"ex4": ("blockwise-quadratic-memory",)}),
+        _hostile("ex4-memory-in-mmap", "the whole (n, m) matrix in an anonymous mmap",
+                 *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_IN_MMAP, scores={"ex4": 3},
+                 codes={"ex4": ("blockwise-quadratic-memory",)}),
+        _hostile("ex4-memory-in-child", "the whole (n, m) matrix in a forked process",
+                 *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_IN_CHILD, scores={"ex4": 3},
+                 codes={"ex4": ("crashed",)}),  # a measured call may not fork
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
                  p.READ_HIDDEN_FILES, *correct_ex2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),

@@ -486,6 +486,27 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
         out[q0:q1] = acc / total[:, None]
     return out
 """
+BLOCKWISE_COPIES = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    Q, K, V = np.array(Q, dtype=float), np.array(K, dtype=float), np.array(V, dtype=float)
+    n, m = len(Q), len(K)
+    best = np.full(n, np.finfo(float).min)            # finfo.min, not -inf, as the start
+    total = np.zeros(n)
+    acc = np.zeros((n, V.shape[1]))
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        scores = (Q @ K[start:stop].T).copy() / np.sqrt(Q.shape[1])
+        if causal:
+            hidden = np.arange(start, stop)[None, :] > np.arange(n)[:, None]
+            scores = np.where(hidden, np.finfo(float).min, scores)
+        new = np.maximum(best, scores.max(axis=1))
+        scale = np.exp(best - new)
+        weights = np.exp(scores - new[:, None])
+        total = total * scale + weights.sum(axis=1)
+        acc = acc * scale[:, None] + weights @ V[start:stop]
+        best = new
+    return acc / total[:, None]
+"""
 BLOCKWISE_NO_RESCALE = blockwise_with(rescale=False)
 BLOCKWISE_PER_BLOCK_NORMALISER = blockwise_with(normalise="per block")
 BLOCKWISE_CAUSAL_OFF_BY_ONE = blockwise_with(mask="np.where(np.arange(start, stop)[None, :] "
@@ -506,6 +527,66 @@ BLOCKWISE_FULL_CAUSAL_MASK = BLOCKWISE_KEYS.replace(
     "    for start in range(0, m, block):",
 ).replace("scores = np.where(future, -np.inf, scores)",
           "scores = np.where(whole_mask[:, start:stop], -np.inf, scores)")
+# Exercise 4's memory test cheated: the whole (n, m) matrix, hidden from tracemalloc (which
+# runs in the student's own process). The trusted side's gauge sees each one.
+BLOCKWISE_RESET_PEAK = BLOCKWISE_FULL_MATRIX.replace(
+    "def attention_blockwise", "import tracemalloc\n\n\ndef attention_blockwise").replace(
+    "    return weights / weights.sum(axis=1, keepdims=True) @ V",
+    "    out = weights / weights.sum(axis=1, keepdims=True) @ V\n"
+    "    del scores, weights\n"
+    "    tracemalloc.reset_peak()                     # the peak so far forgotten\n"
+    "    return out")
+BLOCKWISE_PATCHED_MEASURE = """
+import sys
+
+for _name, _module in list(sys.modules.items()):   # the grader's worker, in this process
+    if _name.endswith("sandbox.worker"):
+        _module.get_traced_memory = lambda: (0, 0)
+        _module._TRACING_PEAK = lambda call: (call(), 0)
+""" + BLOCKWISE_FULL_MATRIX
+BLOCKWISE_IN_MMAP = """
+import mmap
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m = len(Q), len(K)
+    buffer = mmap.mmap(-1, n * m * 8)               # anonymous memory tracemalloc does not see
+    scores = np.frombuffer(buffer, dtype=np.float64).reshape(n, m)  # the whole (n, m)
+    np.matmul(Q, K.T, out=scores)
+    scores /= np.sqrt(Q.shape[1])
+    if causal:
+        scores[np.triu_indices(n, 1, m)] = -np.inf
+    scores -= scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=1, keepdims=True)
+    out = scores @ V
+    del scores
+    return out
+"""
+BLOCKWISE_IN_CHILD = """
+import os
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, d_v = len(Q), V.shape[1]
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:                               # the whole (n, m) in another process
+        scores = Q @ K.T / np.sqrt(Q.shape[1])
+        if causal:
+            scores[np.triu_indices(n, 1, len(K))] = -np.inf
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        data = (weights / weights.sum(axis=1, keepdims=True) @ V).tobytes()
+        while data:
+            data = data[os.write(write_end, data):]
+        os._exit(0)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_end)
+    os.wait()
+    return np.frombuffer(b"".join(chunks)).reshape(n, d_v)
+"""
 BLOCKWISE_STUB = """
 def attention_blockwise(Q, K, V, causal=False, block=64):
     # YOUR CODE HERE

@@ -34,7 +34,7 @@ class Prober:
         return self._ask(lambda: self.student.call(name, *args, **kwargs))
 
     def call_measuring_memory(self, name: str, *args, **kwargs) -> Answer:
-        """`(result, peak_bytes)` of the call, as `Student.call_measuring_memory` gives it."""
+        """`(result, MemoryUse)` of the call, as `Student.call_measuring_memory` gives it."""
         return self._ask(lambda: self.student.call_measuring_memory(name, *args, **kwargs))
 
     def call_with_inputs(self, name: str, *args, **kwargs) -> Answer:

@@ -17,6 +17,9 @@ does not import numpy, so the zygote can start first), `SandboxPool.boot_seconds
 zygote's start, step by step) and `SandboxPool.attach_channel` / `SandboxPool.attached`, with
 which processes forked from the pool's owner (grading processes) fork their workers from the
 same zygote: one zygote's start for a whole class, the same isolation for every worker.
+`Sandbox.call_measuring_memory` returns a `MemoryUse`: the peak tracemalloc saw in the worker
+and the growth of the worker's memory high-water mark read from outside it (`gauge`); from
+the first measured call on, that worker can start no process or thread.
 
 Execution model. Cells run in order in one namespace, like a notebook. An error, exit or
 time-out in a cell is recorded in its `CellOutcome` and execution goes on with the next cell.
@@ -110,7 +113,8 @@ from .errors import (
 from .limits import Limits
 from .pool import SandboxPool, default_pool
 
-_LOADS_NUMPY = ("Cell", "CellOutcome", "Sandbox")  # from .sandbox, whose codec needs numpy
+# From .sandbox, whose codec needs numpy.
+_LOADS_NUMPY = ("Cell", "CellOutcome", "MemoryUse", "Sandbox")
 
 
 def __getattr__(name: str):
@@ -123,7 +127,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "Cell", "CellOutcome", "ForbiddenImport", "IsolationUnavailable", "Limits", "MissingName",
-    "Sandbox", "SandboxPool", "StudentDied", "StudentError", "StudentMemoryLimit", "StudentRaised",
-    "StudentTimeout", "Unserializable", "default_pool",
+    "Cell", "CellOutcome", "ForbiddenImport", "IsolationUnavailable", "Limits", "MemoryUse",
+    "MissingName", "Sandbox", "SandboxPool", "StudentDied", "StudentError", "StudentMemoryLimit",
+    "StudentRaised", "StudentTimeout", "Unserializable", "default_pool",
 ]

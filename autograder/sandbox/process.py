@@ -5,7 +5,8 @@ works); everything read is validated by `codec`, and nothing the worker sends ca
 here but `WorkerLost` (a frame that is not a reply to the current request is dropped). The
 worker's pid comes from the kernel (the credentials of its "ready" message, sent before any
 student code ran); its exit status and CPU time from the zygote, over a pipe student code
-never held.
+never held. Its `gauge` (`MemoryGauge`) is opened on it as soon as it is ready, before any
+student code ran.
 
 Time limits are charged as the time the worker's main thread ran or chose to wait: the time it
 spent runnable but waiting for a processor (its run delay in /proc/PID/schedstat), which other
@@ -26,6 +27,7 @@ import time
 
 from . import codec
 from .cgroups import SubmissionCgroup
+from .gauge import MemoryGauge
 from .limits import Limits
 from .pool import SandboxPool
 
@@ -122,6 +124,7 @@ class WorkerProcess:
         self.alive = True
         self.request_id = 0
         self.pid, self.pidfd = 0, -1
+        self.gauge: MemoryGauge | None = None
         os.set_blocking(self.out_fd, False)
         os.set_blocking(self.report_fd, False)
         try:
@@ -132,6 +135,8 @@ class WorkerProcess:
         self.sock.setblocking(False)
         self.group_kill = pool.mode != "namespaces"
         self.run_delay = RunDelay(self.pid)
+        # Opened now, before any student code ran (see `gauge`).
+        self.gauge = MemoryGauge(self.pid)
 
     # -- start ------------------------------------------------------------------------------
 
@@ -412,6 +417,8 @@ class WorkerProcess:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+        if self.gauge is not None:
+            self.gauge.close()
         for name in ("out_fd", "report_fd", "pidfd"):
             fd = getattr(self, name)
             if fd >= 0:

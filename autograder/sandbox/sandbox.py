@@ -32,6 +32,7 @@ from .errors import (
     StudentTimeout,
     Unserializable,
 )
+from .gauge import Unmeasurable
 from .images import read_pngs
 from .limits import Limits
 from .pool import SandboxPool, default_pool
@@ -59,6 +60,16 @@ class CellOutcome:
     output: str = ""  # the cell's captured stdout/stderr, truncated
     seconds: float = 0.0  # wall-clock time the cell took
     images: list[bytes] = field(default_factory=list)  # PNGs of the figures it drew, checked
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """What one measured call used beyond what existed before it (`call_measuring_memory`)."""
+
+    traced: int | None  # peak bytes tracemalloc saw in the worker; None: the call stopped it
+    resident: int | None  # bytes the worker's high-water mark rose, read by the trusted side
+    unmeasured: str = ""  # why `resident` is None when the submission prevented the reading;
+    # "" with None: this system offers no such reading (`Sandbox.warnings` says why)
 
 
 def _text(value, default: str = "") -> str:
@@ -283,12 +294,20 @@ class Sandbox:
 
     def _request(self, message: dict, blob: bytes, what: str, student_code: bool
                  ) -> tuple[dict, bytes]:
+        return self._exchange(self._prepare(what, student_code), message, blob, what,
+                              student_code)
+
+    def _prepare(self, what: str, student_code: bool) -> WorkerProcess:
+        """The live worker a request goes to (respawned if need be)."""
         if student_code and self.out_of_time:
             raise self._budget_timeout(what)
         if not student_code and self.out_of_time and (
                 self._worker is None or not self._worker.alive):
             raise self._budget_timeout(what)  # no time left to replay the cells
-        worker = self._ready(what)
+        return self._ready(what)
+
+    def _exchange(self, worker: WorkerProcess, message: dict, blob: bytes, what: str,
+                  student_code: bool) -> tuple[dict, bytes]:
         segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.call_seconds
         try:
@@ -364,22 +383,49 @@ class Sandbox:
         """Like call, plus the arguments as they are after the call (to spot mutation)."""
         return self._call(name, args, kwargs, readonly, True)
 
-    def call_measuring_memory(self, name: str, *args, **kwargs) -> tuple[Any, int | None]:
-        """Like call, plus the peak bytes the call allocated beyond its inputs, measured by
-        tracemalloc in the worker; None when the student's code stopped the measurement."""
+    def call_measuring_memory(self, name: str, *args, **kwargs) -> tuple[Any, MemoryUse]:
+        """Like call, plus what the call used beyond its inputs: the peak tracemalloc saw in
+        the worker, and the growth of the worker's high-water mark that the trusted side read
+        (`gauge`; a measured call leaves the worker unable to start processes or threads)."""
         try:
             doc, blob = codec.encode([list(args), kwargs], max_str_chars=2**62)
         except codec.UnsupportedValue as exc:  # the grader's mistake, not the student's
             raise TypeError(f"cannot send this argument to the sandbox: {exc}") from None
         message = {"op": "call", "name": name, "args": doc, "readonly": False,
                    "return_inputs": False, "trace_memory": True}
-        reply, reply_blob = self._request(message, blob, f"`{name}(...)`", True)
+        what = f"`{name}(...)`"
+        worker = self._prepare(what, True)
+        gauge, start, unmeasured = worker.gauge, None, ""
+        if gauge is not None and not gauge.unavailable:
+            try:
+                start = gauge.begin()
+            except Unmeasurable as exc:
+                unmeasured = str(exc)
+            except OSError as exc:  # the kit's side (the worker is checked by the exchange)
+                self._warn(f"the memory of a call could not be read from outside the "
+                           f"submission's process ({exc}); tracemalloc's figure stands alone")
+        elif gauge is not None:
+            self._warn(f"{gauge.unavailable}: tracemalloc's figure stands alone")
+        if self.pool.mode == "namespaces" and not self.pool.layers.get("landlock"):
+            self._warn("without Landlock, the submission's process could reset the memory "
+                       "high-water mark of a measured call itself (/proc/self/clear_refs)")
+        reply, reply_blob = self._exchange(worker, message, blob, what, True)
+        resident = None
+        if start is not None:
+            try:
+                resident = gauge.grown(start)
+            except OSError:  # gone since it replied: nothing to read, so nothing earned
+                unmeasured = "the submission's process ended before its memory was read"
         result = self._decode(reply.get("value"), reply_blob)
         peak = reply.get("peak_bytes")
         if peak is not None and (type(peak) is not int or peak < 0):
             self._discard_worker()
             raise StudentDied("the submission's process sent a malformed reply")
-        return result, peak
+        return result, MemoryUse(peak, resident, unmeasured)
+
+    def _warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     def _call(self, name: str, args: tuple, kwargs: dict, readonly: bool, want_inputs: bool):
         try:

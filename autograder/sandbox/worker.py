@@ -8,6 +8,7 @@ only then.
 
 from __future__ import annotations
 
+import _tracemalloc
 import ast
 import builtins
 import io
@@ -15,12 +16,6 @@ import os
 import signal
 import sys
 import traceback
-
-# Bound before any student code runs, so that patching the tracemalloc module cannot fake a
-# measurement (code in the same process can still stop or reset it: see `_measured`).
-from tracemalloc import get_traced_memory, is_tracing, reset_peak
-from tracemalloc import start as start_tracing
-from tracemalloc import stop as stop_tracing
 
 from . import codec
 from .blocker import ImportBlocker, is_refusal
@@ -83,6 +78,34 @@ def _display(*_objects, **_kwargs):
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def _peak_tracer(is_tracing, start, stop, reset_peak, get_traced_memory):
+    """The tracer `Worker._measured` uses: tracemalloc's C functions held in a closure made
+    before any student code ran, so patching this module's names, `tracemalloc` or
+    `_tracemalloc` does not reach them. Not a boundary: code in this process can still reset
+    the peak, or allocate where tracemalloc does not look; the trusted side's gauge (`gauge`)
+    catches what matters of that."""
+
+    def tracing_peak(call):
+        was_tracing = is_tracing()
+        if not was_tracing:
+            start()
+        reset_peak()
+        before = get_traced_memory()[0]
+        try:
+            result = call()
+            peak = get_traced_memory()[1] - before if is_tracing() else None
+        finally:
+            if not was_tracing and is_tracing():
+                stop()
+        return result, None if peak is None else max(int(peak), 0)
+
+    return tracing_peak
+
+
+_TRACING_PEAK = _peak_tracer(_tracemalloc.is_tracing, _tracemalloc.start, _tracemalloc.stop,
+                             _tracemalloc.reset_peak, _tracemalloc.get_traced_memory)
 
 
 class Worker:
@@ -149,25 +172,12 @@ class Worker:
         finally:
             self.student_running = False
 
-    def _measured(self, function, args, kwargs):
-        """The call's result and the peak bytes it allocated beyond what existed before it.
-
-        tracemalloc sees Python objects and numpy's array buffers. The peak is None when the
-        call stopped tracing; a call that resets the peak or restarts tracing itself can hide
-        what it allocated before, which the grade report does not claim to detect.
-        """
-        was_tracing = is_tracing()
-        if not was_tracing:
-            start_tracing()
-        reset_peak()
-        before = get_traced_memory()[0]
-        try:
-            result = self._student(function, *args, **kwargs)
-            peak = get_traced_memory()[1] - before if is_tracing() else None
-        finally:
-            if not was_tracing and is_tracing():
-                stop_tracing()
-        return result, None if peak is None else max(int(peak), 0)
+    def _measured(self, function, args, kwargs, tracing_peak=_TRACING_PEAK):
+        """The call's result and the peak bytes tracemalloc saw it allocate beyond what
+        existed before it (None when the call stopped tracing). The tracer is a default
+        argument, bound when the class was made: patching this module's names does not
+        reach it (`_peak_tracer`)."""
+        return tracing_peak(lambda: self._student(function, *args, **kwargs))
 
     # -- errors -----------------------------------------------------------------------------
 

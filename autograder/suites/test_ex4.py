@@ -13,9 +13,14 @@ score matrix is never built. Each test checks one property:
   what makes that work);
 - the memory test runs the function at T = 2048 in the sandbox under tracemalloc, which sees
   numpy's array buffers, without and with the causal mask: the peak memory the call allocates
-  must stay below a quarter of one T x T float64 matrix. Any answer that is a function of the
-  queries counts (finite, rows not all equal), so that a value mistake costs only the value
-  tests, while a function that computes nothing earns nothing here either.
+  must stay below a quarter of one T x T float64 matrix. tracemalloc runs in the student's
+  process, where code can reset or dodge it, so the trusted side also reads how far the call
+  raised the process's memory high-water mark (`autograder.sandbox.gauge`: an mmap, a reset
+  peak, a patched measure are seen; the call may start no process or thread), which must stay
+  below a bound no blockwise code reaches and one T x T float64 matrix exceeds. Any answer
+  that is a function of the queries counts (finite, rows not all equal), so that a value
+  mistake costs only the value tests, while a function that computes nothing earns nothing
+  here either.
 
 Points: 0.75 + 0.75 (without and with the mask), 0.5 float32, 0.5 block sizes, 0.5 stable,
 1 memory: 4 points of extra credit, never part of the grade's maximum.
@@ -28,6 +33,7 @@ import sdpa_ref
 from autograder.compare import (
     BLOCKWISE_MEMORY,
     BLOCKWISE_MEMORY_T,
+    BLOCKWISE_RESIDENT,
     LARGE_SCORES,
     Mismatch,
     as_array,
@@ -71,6 +77,8 @@ MEMORY_T = BLOCKWISE_MEMORY_T  # the sequence length of the memory test (n = m =
 MEMORY_D = 16  # d_k = d_v: the (T, d) inputs and output are small beside a (T, T) matrix
 # A quarter of one T x T float64 matrix (autograder/compare.py says why).
 MEMORY_LIMIT_BYTES = BLOCKWISE_MEMORY
+# How far the call may raise its process's memory high-water mark, read from outside it.
+RESIDENT_BOUND_BYTES = BLOCKWISE_RESIDENT
 
 
 def expected_output(Q, K, V, causal):
@@ -197,27 +205,39 @@ def _computes_something(out) -> bool:
 def test_blockwise_memory_stays_far_below_one_score_matrix(student):
     limit_mib = MEMORY_LIMIT_BYTES // 2**20
     matrix_mib = MEMORY_T * MEMORY_T * 8 // 2**20
+    hint = ("keep only one block of scores (and of the causal mask) at a time, never a whole "
+            "(T, T) array")
     for seed, causal in ((407, False), (408, True)):
         Q, K, V = memory_inputs(seed)
         what = (f"attention_blockwise at T = {MEMORY_T} (d_k = d_v = {MEMORY_D}, "
                 f"block = 64, causal = {causal})")
         try:
-            result, peak = student.call_measuring_memory("attention_blockwise", Q, K, V,
-                                                         causal=causal, block=64)
+            result, use = student.call_measuring_memory("attention_blockwise", Q, K, V,
+                                                        causal=causal, block=64)
         except StudentRaised as err:
             err.context = f"at T = {MEMORY_T}, causal = {causal}"
+            if err.type_name == "BlockingIOError":  # os.fork, a thread
+                err.context += ", where the measured call may not start processes or threads"
             raise
         out = output_of(result, Q, V)
         if not _computes_something(out):
             raise Mismatch(f"{what} returned no answer to measure (NaN, inf, or the same row "
                            "for every query)", "the memory test needs a computed output")
-        if peak is None:
+        if use.traced is None:
             raise Mismatch(f"the memory of {what} could not be measured: the call stopped "
                            "Python's tracemalloc", "leave tracemalloc alone")
-        if peak > MEMORY_LIMIT_BYTES:
-            used = -(-peak // 2**20)  # MiB, rounded up
+        if use.unmeasured:
+            raise Mismatch(f"the memory of {what} could not be measured: {use.unmeasured}",
+                           "start no thread or process in the notebook")
+        if use.traced > MEMORY_LIMIT_BYTES:
+            used = -(-use.traced // 2**20)  # MiB, rounded up
             raise Mismatch(f"{what} allocated up to {used} MiB at once; the limit is "
                            f"{limit_mib} MiB, a quarter of one {MEMORY_T} x {MEMORY_T} "
-                           f"float64 matrix ({matrix_mib} MiB)",
-                           "keep only one block of scores (and of the causal mask) at a time, "
-                           "never a whole (T, T) array")
+                           f"float64 matrix ({matrix_mib} MiB)", hint)
+        if use.resident is not None and use.resident > RESIDENT_BOUND_BYTES:
+            used = -(-use.resident // 2**20)  # MiB, rounded up
+            raise Mismatch(f"{what} made its process's memory grow by {used} MiB at once, as "
+                           f"the operating system counts it (memory maps and pages hidden "
+                           f"from tracemalloc included); blockwise code stays below "
+                           f"{RESIDENT_BOUND_BYTES // 2**20} MiB, and one {MEMORY_T} x "
+                           f"{MEMORY_T} float64 matrix is {matrix_mib} MiB", hint)

@@ -28,6 +28,9 @@ from sdpa_course.grading.submissions import TIMESTAMP_FILE
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 from sdpa_course.reports.records import GRADED, save_record
 
+# what nbgrader's release_feedback reads beside the page (the time, the notebook's hashed id)
+FEEDBACK_FILES = (TIMESTAMP_FILE, "submission_secret.txt")
+
 _WHITESPACE_SPAN = re.compile(r'<span class="w">([^<]*)</span>')  # linear: no nesting
 
 
@@ -119,12 +122,13 @@ class FeedbackWriter:
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        # generate_feedback copies every other file of the autograded folder; only the
-        # timestamp is needed (release_feedback reads it), and a student's own .html beside
-        # the page would be served with it, without the page's sanitising or its CSP
-        stamp = source / TIMESTAMP_FILE
-        if stamp.is_file() and not stamp.is_symlink():
-            shutil.copyfile(stamp, dest / TIMESTAMP_FILE)
+        # generate_feedback copies every other file of the autograded folder; only the two
+        # that release_feedback reads are needed, and a student's own .html beside the page
+        # would be served with it, without the page's sanitising or its CSP
+        for name in FEEDBACK_FILES:
+            kept = source / name
+            if kept.is_file() and not kept.is_symlink():
+                shutil.copyfile(kept, dest / name)
         out = dest / f"{course.notebook}.html"
         out.write_text(html, encoding="utf-8")
         os.chmod(out, 0o644)
