@@ -42,7 +42,10 @@ class Runner:
         # points at another one (a copy of an older commit, to compare)
         return {"PATH": f"{Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin",
                 "LANG": "C.UTF-8", "HOME": str(self.home), "PYTHONPATH": str(REPO),
-                "XDG_CACHE_HOME": str(self.home / ".cache"), **extra}
+                "XDG_CACHE_HOME": str(self.home / ".cache"),
+                # nbconvert's templates (stock generate_feedback's), installed in this
+                # checkout's .venv, which an ordinary user's throwaway venv does not hold
+                "JUPYTER_PATH": str(BIN.parent / "share" / "jupyter"), **extra}
 
     def argv(self, *args: str) -> list[str]:
         """`python args...` as this runner."""
@@ -59,7 +62,7 @@ class Runner:
         wall = time.monotonic() - started
         if done.returncode != 0:
             sys.exit(f"{self.name}: {' '.join(argv)} failed ({done.returncode}):\n"
-                     f"{done.stderr[-3000:]}")
+                     f"{done.stderr[:3000]}\n...\n{done.stderr[-1500:]}")
         return wall
 
     def give(self, path: Path) -> None:
@@ -75,7 +78,7 @@ class Runner:
         wall = time.monotonic() - started
         if check and done.returncode not in (0,):
             sys.exit(f"{self.name}: {' '.join(args)} failed ({done.returncode}):\n"
-                     f"{done.stderr[-3000:]}")
+                     f"{done.stderr[:3000]}\n...\n{done.stderr[-1500:]}")
         return wall, done
 
     def close(self) -> None:
