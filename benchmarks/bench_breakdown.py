@@ -31,6 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answer_key_class import answer_key_class  # noqa: E402
 from runners import REPO, Runner, UserRunner, load, make_workdir  # noqa: E402
 
 PROBE = Path(__file__).resolve().parent / "breakdown_probe.py"
@@ -119,22 +120,6 @@ def run_check(runner: Runner, notebook: Path, runs: int) -> None:
         print(f"    {'total':<44}{_median(boots['total']) * 1000:9.0f}")
 
 
-def build_class(root: Path, students: int) -> Path:
-    from sdpa_course.course.create import init_course
-    from sdpa_course.course.material import notebook_path
-    from sdpa_course.course.release import release_assignment
-
-    course = init_course(root / "course")
-    release_assignment(course)
-    key = notebook_path("solutions")
-    for i in range(students):
-        folder = course / "submitted" / f"s{i:03d}" / "sdpa"
-        folder.mkdir(parents=True)
-        shutil.copy(key, folder / "attention.ipynb")
-        (folder / "timestamp.txt").write_text("2026-11-20 09:30:00.000000 UTC")
-    return course
-
-
 def grade_summary(events: list[dict], wall: float) -> dict[str, dict[str, tuple]]:
     process = next(e for e in events if e["step"] == "(process)")
     main = process["pid"]
@@ -176,7 +161,7 @@ def grade_summary(events: list[dict], wall: float) -> dict[str, dict[str, tuple]
 
 
 def run_grade(runner: Runner, students: int, workers: int, runs: int) -> None:
-    pristine = build_class(runner.workdir / "pristine", students)
+    pristine = answer_key_class(runner.workdir / "pristine" / "course", students)
     trace = runner.home / "trace-grade.jsonl"
     results, walls = [], []
     for index in range(runs + 1):  # the first is a warm-up (font caches, bytecode)

@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answer_key_class import answer_key_class  # noqa: E402
 from runners import REPO, Runner, UserRunner, load, make_workdir  # noqa: E402
 
 STOCK_CONFIG = '''\
@@ -69,22 +70,6 @@ def bench_check(runner: Runner, runs: int) -> None:
     print(f"  {loads[0]} at the first run, {loads[-1]} at the last")
 
 
-def build_class(root: Path, students: int) -> Path:
-    from sdpa_course.course.create import init_course
-    from sdpa_course.course.material import notebook_path
-    from sdpa_course.course.release import release_assignment
-
-    course = init_course(root / "kit")
-    release_assignment(course)
-    key = notebook_path("solutions")
-    for i in range(students):
-        folder = course / "submitted" / f"s{i:03d}" / "sdpa"
-        folder.mkdir(parents=True)
-        shutil.copy(key, folder / "attention.ipynb")
-        (folder / "timestamp.txt").write_text("2026-11-20 09:30:00.000000 UTC")
-    return course
-
-
 def _check_graded(course: Path, students: int, label: str) -> None:
     from nbgrader.api import Gradebook
 
@@ -98,7 +83,7 @@ def _check_graded(course: Path, students: int, label: str) -> None:
 
 
 def bench_grade(runner: Runner, students: int, rounds: int, workers: int | None) -> None:
-    kit_pristine = build_class(runner.workdir / "pristine", students)
+    kit_pristine = answer_key_class(runner.workdir / "pristine" / "kit", students)
     stock_pristine = runner.workdir / "pristine" / "stock"
     shutil.copytree(kit_pristine, stock_pristine)
     (stock_pristine / "nbgrader_config.py").write_text(STOCK_CONFIG)
