@@ -309,30 +309,15 @@ def test_force_regrade_keeps_hand_given_marks(small_class):
 
 
 def _marks_read_one_by_one(gb: Gradebook, student: str) -> dict | None:
-    """The hand marks as nbgrader's own find_* calls read them, one student at a time."""
-    import hashlib
+    """The hand marks of the notebook nbgrader's own find_* call reads, one student at a
+    time (what the batched query must give: the same rows, with nothing left out)."""
+    from sdpa_course.grading.hand_marks import notebook_marks
 
     try:
-        submission = gb.find_submission("sdpa", student)
         nb = gb.find_submission_notebook("attention", "sdpa", student)
     except MissingEntry:
         return None
-    comments = {c.name: c.manual_comment or "" for c in nb.comments}
-    written, state = {}, []
-    for grade in sorted(nb.grades, key=lambda g: g.name):
-        state.append([grade.name, grade.auto_score, grade.manual_score, grade.extra_credit])
-        if grade.cell.cell_type == "markdown":
-            marked = grade.manual_score is not None or grade.auto_score is not None
-            written[grade.name] = {"score": float(grade.score) if marked else None,
-                                   "max_score": float(grade.max_score),
-                                   "comment": comments.get(grade.name, "")}
-    state.append(sorted(comments.items()))
-    penalty = float(submission.late_submission_penalty or 0.0)
-    state.append(penalty)
-    return {"written": written, "late_penalty": penalty,
-            "seconds_late": float(submission.total_seconds_late or 0.0),
-            "timestamp": str(submission.timestamp or ""),
-            "fingerprint": hashlib.sha256(json.dumps(state, default=str).encode()).hexdigest()}
+    return notebook_marks(nb)
 
 
 def test_hand_marks_read_at_once_are_those_read_student_by_student(small_class):

@@ -25,7 +25,7 @@ from sqlalchemy.orm import joinedload, selectinload
 
 def _submitted_notebooks(gradebook: Gradebook, assignment: str, notebook: str,
                          student: str | None = None) -> list[SubmittedNotebook]:
-    """The submitted notebooks (all students', or one's) with everything `_marks` reads
+    """The submitted notebooks (all students', or one's) with everything `notebook_marks` reads
     loaded in four queries, not twenty per student (nbgrader loads each grade's cell, each
     comment's cell and the deferred scores one at a time)."""
     query = (gradebook.db.query(SubmittedNotebook)
@@ -46,7 +46,8 @@ def _submitted_notebooks(gradebook: Gradebook, assignment: str, notebook: str,
     return query.all()
 
 
-def _marks(nb: SubmittedNotebook) -> dict:
+def notebook_marks(nb: SubmittedNotebook) -> dict:
+    """The marks of one submitted notebook, however it was read (`student_marks`)."""
     submission = nb.assignment
     comments = {c.name: c.manual_comment or "" for c in nb.comments}
     written, state = {}, []
@@ -78,14 +79,14 @@ def student_marks(gradebook: Gradebook, assignment: str, notebook: str, student:
     "fingerprint": str}
     """
     found = _submitted_notebooks(gradebook, assignment, notebook, student)
-    return _marks(found[0]) if found else None
+    return notebook_marks(found[0]) if found else None
 
 
 def class_marks(gradebook: Gradebook, assignment: str, notebook: str,
                 students) -> dict[str, dict]:
     """`student_marks` for each student that has a gradebook entry, read all at once."""
     wanted = set(students)
-    return {nb.assignment.student_id: _marks(nb)
+    return {nb.assignment.student_id: notebook_marks(nb)
             for nb in _submitted_notebooks(gradebook, assignment, notebook)
             if nb.assignment.student_id in wanted}
 
