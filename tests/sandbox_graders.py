@@ -7,7 +7,9 @@
   pyenv Python is not readable by others) in a virtualenv made in a temporary folder, which
   sees the kit's checkout and its virtualenv's packages through a .pth file, as an editable
   install would. Needs root, useradd, a matching /usr/bin/python3.X, and a checkout other users
-  can read; otherwise the reason is given for a skip.
+  can read; otherwise the reason is given for a skip. A folder above the checkout that others
+  may not enter (a clone made in `mktemp -d`) is opened to passing through while the user
+  exists, and closed again by `remove_user`.
 
 `Grader.run(script, stdin)` runs a Python script as that grader, with a home and a cache of
 its own (in a temporary folder removed afterwards), and returns what it printed.
@@ -54,6 +56,7 @@ class Grader:
     prefix: list[str] = field(default_factory=list)  # setpriv ...
     home: Path | None = None
     uid: int = 0
+    opened: list[tuple[Path, int]] = field(default_factory=list)  # (folder, its own mode)
 
     def run(self, script: Path | str, stdin: str = "", timeout: float = 300
             ) -> subprocess.CompletedProcess:
@@ -65,13 +68,14 @@ class Grader:
 
 
 def _readable_by_others(path: Path) -> bool:
-    """Every folder up to `path` lets others in, and `path` lets them read."""
-    path = path.resolve()
-    for parent in [*reversed(path.parents), path]:
-        mode = parent.stat().st_mode
-        if not mode & 0o001 or (parent == path and not mode & 0o004):
-            return False
-    return True
+    """Others may read and enter `path` itself (the folders above it: `_closed_above`)."""
+    return path.resolve().stat().st_mode & 0o005 == 0o005
+
+
+def _closed_above(path: Path) -> list[Path]:
+    """The folders above `path` that others may not enter (a clone in `mktemp -d`'s 0700)."""
+    return [parent for parent in reversed(path.resolve().parents)
+            if not parent.stat().st_mode & 0o001]
 
 
 def why_no_user() -> str:
@@ -101,6 +105,14 @@ def make_user(workdir: Path) -> Grader:
     subprocess.run([f"/usr/bin/{minor}", "-m", "venv", "--without-pip", str(venv)], check=True)
     (venv / "lib" / minor / "site-packages" / "sdpa-course-checkout.pth").write_text(
         f"{site.getsitepackages()[0]}\n{REPO}\n")
+    # a checkout in a folder closed to others (`mktemp -d`): let others pass through it, only
+    # pass (no listing), until remove_user puts its mode back
+    opened = []
+    for folder in dict.fromkeys([*_closed_above(REPO),
+                                 *_closed_above(Path(site.getsitepackages()[0]))]):
+        mode = folder.stat().st_mode & 0o7777
+        opened.append((folder, mode))
+        folder.chmod(mode | 0o001)
     home = workdir / "home"
     home.mkdir()
     os.chown(home, user.pw_uid, user.pw_gid)
@@ -108,11 +120,13 @@ def make_user(workdir: Path) -> Grader:
         path.chmod(0o755)
     return Grader("user", str(venv / "bin" / "python"),
                   ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
-                   f"--groups={USERS_GID}", "--"], home, user.pw_uid)
+                   f"--groups={USERS_GID}", "--"], home, user.pw_uid, opened)
 
 
 def remove_user(grader: Grader) -> None:
     subprocess.run(["userdel", pwd.getpwuid(grader.uid).pw_name], capture_output=True)
+    for folder, mode in reversed(grader.opened):
+        folder.chmod(mode)
 
 
 def root_grader(name: str, workdir: Path) -> Grader:
