@@ -29,6 +29,10 @@ def _slow_top_entries(dist) -> set[str]:
     return entries
 
 
+def _existing(paths: set[str]) -> set[str]:
+    return {path for path in paths if os.path.lexists(path)}
+
+
 def _slow_requirements(dist) -> list[str]:
     names = []
     for requirement in dist.requires or ():
@@ -43,7 +47,12 @@ def test_each_installed_distribution_reads_the_same_as_importlib_reads_it():
     for dist in importlib.metadata.distributions():
         if dist.read_text("RECORD") is None:
             continue
-        assert rootfs._top_entries(dist) == _slow_top_entries(dist), dist.metadata["Name"]
+        # Existing entries only, as the plan keeps them: once anything has imported the
+        # importlib_metadata backport, its finder replaces the standard library's and its
+        # `files` leaves out listed files that are missing (setuptools' vendored wheel lists
+        # a bin/wheel it never installed), so the oracle's reading depends on test order.
+        assert (_existing(rootfs._top_entries(dist))
+                == _existing(_slow_top_entries(dist))), dist.metadata["Name"]
         assert rootfs._requirements(dist) == _slow_requirements(dist), dist.metadata["Name"]
         checked += 1
     assert checked > 20  # numpy, matplotlib, nbgrader and their requirements at least
