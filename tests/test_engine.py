@@ -231,7 +231,8 @@ def test_check_on_a_missing_file_exits_2(tmp_path, capsys):
 
 
 # Exercise 3(c)'s checks that never read the matrix: one counts its calls (True for as many
-# calls as there are correct matrices), one answers from the shape alone.
+# calls as there are correct matrices), one answers from the shape alone (False for the broken
+# matrices' size, which the student's variant draws).
 COUNTING_CHECKS = """
 _calls = {"rows": 0, "future": 0}
 def rows_sum_to_one(attn):
@@ -243,9 +244,9 @@ def future_is_zero(attn):
 """
 SHAPE_CHECKS = """
 def rows_sum_to_one(attn):
-    return len(attn) != 8
+    return len(attn) != BROKEN_SIZE
 def future_is_zero(attn):
-    return len(attn) != 8
+    return len(attn) != BROKEN_SIZE
 """
 
 
@@ -257,8 +258,10 @@ def test_checks_that_never_read_the_matrix_earn_nothing(checks, seed):
     variant = variant_for(seed, "sdpa", "mallory")
     from autograder.suites import test_ex3
 
-    correct = len(test_ex3.CORRECT_WEIGHTS)
-    source = case("lesson-style", variant).source + checks.replace("CORRECT", str(correct))
+    matrices = test_ex3.check_matrices(variant)
+    correct, broken_size = len(matrices.correct), matrices.plan.base
+    checks = checks.replace("CORRECT", str(correct)).replace("BROKEN_SIZE", str(broken_size))
+    source = case("lesson-style", variant).source + checks
     tests = grade_content(source, name="s.py", variant=variant)["exercises"]["ex3"]["tests"]
     verdicts = {t["name"]: t["passed"] for t in tests if "_passes_" in t["name"]}
     assert verdicts == {"rows_sum_to_one_passes_attention_and_fails_broken_rows": False,

@@ -77,10 +77,10 @@ def _softmax_stability_ratio(namespace, variant) -> float:
     return _ratio(large, moderate, LARGE_SCORES) if moderate is not None else math.inf
 
 
-def _blockwise_ratio(namespace, test_name) -> float:
+def _blockwise_ratio(namespace, test_name, variant) -> float:
     """The worst call of an exercise 4 value test, against both references."""
     ratios = []
-    for Q, K, V, causal, block in test_ex4.REFERENCE_INPUTS[test_name]:
+    for Q, K, V, causal, block in test_ex4.reference_inputs(variant)[test_name]:
         kwargs = {"causal": causal} | ({} if block is None else {"block": block})
         got = call_quietly(namespace.get("attention_blockwise"), Q.copy(), K.copy(), V.copy(),
                            **kwargs)
@@ -103,11 +103,11 @@ def measure() -> dict[str, dict[str, float]]:
                        for name in test_ex2.reference_inputs(variant)}
             ratios["attention_is_stable_at_large_scores"] = _stability_ratio(namespace, variant)
             ratios["softmax_survives_large_scores"] = _softmax_stability_ratio(namespace, variant)
+            if case.attempts_ex4:
+                ratios |= {name: _blockwise_ratio(namespace, name, variant)
+                           for name in test_ex4.reference_inputs(variant)}
             pick = max if case.kind == "correct" else min
             errors = {name: pick(errors.get(name, ratio), ratio) for name, ratio in ratios.items()}
-        if case.attempts_ex4:  # exercise 4's inputs are the same for every student
-            errors |= {name: _blockwise_ratio(namespace, name)
-                       for name in test_ex4.REFERENCE_INPUTS}
         found[case.name] = errors
     return found
 
@@ -180,8 +180,9 @@ def _row_errors(attn) -> np.ndarray:
         return np.abs(np.asarray(attn, dtype=np.float64).sum(axis=-1) - 1.0)  # (T,)
 
 
-def test_correct_matrices_sum_to_one_only_up_to_rounding_far_inside_any_check():
-    for attn, what in test_ex3.CORRECT_WEIGHTS:
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.label)
+def test_correct_matrices_sum_to_one_only_up_to_rounding_far_inside_any_check(variant):
+    for attn, what in test_ex3.check_matrices(variant).correct:
         assert _row_errors(attn).max() <= ROW_TOLERANCE / MARGIN, what
         sums_own_dtype = attn.sum(axis=-1)  # (T,) summed in float32 for a float32 matrix
         exact_sums = [math.fsum(float(x) for x in row) for row in attn]
@@ -190,12 +191,14 @@ def test_correct_matrices_sum_to_one_only_up_to_rounding_far_inside_any_check():
         assert np.all(np.diagonal(attn) > 0), what  # the present is not
 
 
-def test_broken_matrices_are_far_outside_any_reasonable_check():
-    short, transposed, nan_row = (attn for attn, _ in test_ex3.ROW_SUMS_BROKEN)
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.label)
+def test_broken_matrices_are_far_outside_any_reasonable_check(variant):
+    matrices = test_ex3.check_matrices(variant)
+    short, transposed, nan_row = (attn for attn, _ in matrices.rows_broken)
     assert np.nanmax(_row_errors(short)) >= MARGIN * ROW_TOLERANCE
     assert np.nanmax(_row_errors(transposed)) >= MARGIN * ROW_TOLERANCE
     assert np.isnan(nan_row).any()
-    leak, unmasked, *_ = (attn for attn, _ in test_ex3.FUTURE_BROKEN)
+    leak, unmasked, *_ = (attn for attn, _ in matrices.future_broken)
     for attn in (leak, unmasked):
         assert np.abs(np.triu(attn, k=1)).max() >= MARGIN * ZERO_TOLERANCE
         assert _row_errors(attn).max() <= ROW_TOLERANCE / MARGIN  # broken in one fact only
@@ -209,10 +212,11 @@ BLOCKWISE = [case for case in GRADED if case.attempts_ex4]
 
 
 def peak_bytes(function) -> int:
-    """The largest peak of the memory test's two calls (without and with the mask)."""
+    """The largest peak of the memory test's two calls (without and with the mask), on the
+    lesson's inputs: every student's have the same shape, and only the shape sets the memory
+    a call allocates."""
     peaks = []
-    for seed, causal in ((407, False), (408, True)):
-        Q, K, V = test_ex4.memory_inputs(seed)
+    for (Q, K, V), causal in test_ex4.memory_inputs(DEFAULT):
         tracemalloc.start()
         try:
             call_quietly(function, Q, K, V, causal=causal, block=64)
@@ -247,8 +251,7 @@ def resident_growth(pool: SandboxPool, case) -> tuple[int, int]:
     resident, traced = [], []
     with Sandbox([Cell(case.source, "submission")], pool=pool) as sandbox:
         sandbox.start()
-        for seed, causal in ((407, False), (408, True)):
-            Q, K, V = test_ex4.memory_inputs(seed)
+        for (Q, K, V), causal in test_ex4.memory_inputs(DEFAULT):
             _, use = sandbox.call_measuring_memory("attention_blockwise", Q, K, V,
                                                    causal=causal, block=64)
             resident.append(use.resident)

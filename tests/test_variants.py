@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from autograder.diagnoses import diagnose_submission
 from autograder.diagnoses.ex1 import scale_slips, slip_models
 from autograder.runner import collect, run_tests
 from autograder.sandbox import MissingName, StudentRaised
-from autograder.suites import test_ex2, test_ex3
+from autograder.suites import test_ex2, test_ex3, test_ex4
 from autograder.variants import DEFAULT, BadSeed, new_seed, numbers_key, variant_for
 from autograder.variants.keys import inputs_seed
 from autograder.variants.numbers import LESSON_EX1, LESSON_EX2, student_numbers
@@ -138,6 +139,216 @@ def test_stability_inputs_gain_800_on_every_scaled_score():
             variant_for(SEED, "sdpa", student))["stability"]
         gain = (Q1 @ K1.T - Q0 @ K0.T) / np.sqrt(Q0.shape[1])  # (s, s)
         assert np.allclose(gain, 800.0)
+
+
+# -- exercise 3(c)'s matrices and exercise 4's inputs, per student ---------------------------
+
+ORDINALS = {word: row for row, word in enumerate(
+    ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+     "tenth"))}
+ROUNDING = 1e-6  # far below a hundredth, far above float32 rounding of a row of <= 80 weights
+
+
+def _row_sums(attn) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.asarray(attn, dtype=np.float64).sum(axis=-1)  # (T,)
+
+
+def _named_row(what: str) -> int:
+    """The row a description names: `whose fourth row ...` or `whose row 12 ...`."""
+    words = what.split()
+    at = words.index("row")
+    return ORDINALS[words[at - 1]] if words[at - 1] in ORDINALS else int(words[at + 1]) - 1
+
+
+def _lesson_weights(seed, T, dtype, causal=True):
+    """Exercise 3(c)'s matrices as the lesson built them before variants, from their seeds."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = rng.normal(size=(T, 4)), rng.normal(size=(T, 4)), rng.normal(size=(T, 2))
+    Q, K, V = (a.astype(dtype) for a in (Q, K, V))
+    return sdpa_ref.attention(Q, K, V, sdpa_ref.causal_mask(T) if causal else None)[1]
+
+
+def test_the_default_variant_keeps_the_lesson_s_check_matrices():
+    matrices = test_ex3.check_matrices(DEFAULT)
+    base = _lesson_weights(316, 8, np.float64)  # (8, 8)
+    expected = [_lesson_weights(311, 6, np.float64), _lesson_weights(312, 7, np.float32),
+                _lesson_weights(313, 64, np.float32), _lesson_weights(315, 48, np.float64),
+                base]
+    for (attn, _), want in zip(matrices.correct, expected, strict=True):
+        assert attn.dtype == want.dtype and np.array_equal(attn, want)
+    short, transposed, nan_row = (attn for attn, _ in matrices.rows_broken)
+    assert np.array_equal(transposed, base.T) and np.isnan(nan_row[0]).all()
+    assert np.array_equal(np.delete(short, 3, axis=0), np.delete(base, 3, axis=0))
+    assert np.array_equal(short[3], base[3] * 0.99)
+    leak, unmasked, *_ = (attn for attn, _ in matrices.future_broken)
+    assert np.argwhere(leak != base).tolist() == [[2, 2], [2, 5]]
+    assert np.array_equal(unmasked, _lesson_weights(317, 8, np.float64, causal=False))
+    assert [what for _, what in matrices.rows_broken][0].endswith(
+        "whose fourth row sums to a hundredth less than 1")
+    assert "whose first row is NaN" in matrices.rows_broken[2][1]
+
+
+def _students_check_matrices(student):
+    variant = variant_for(SEED, "sdpa", student)
+    return test_ex3.check_matrices(variant), variant
+
+
+def test_every_students_correct_check_matrices_are_correct_and_only_rounded():
+    seen = set()
+    for student in CLASS:
+        matrices, variant = _students_check_matrices(student)
+        kinds = [(attn.shape[0], attn.dtype) for attn, _ in matrices.correct]
+        assert {dtype for _, dtype in kinds} == {np.dtype(np.float32), np.dtype(np.float64)}
+        mediums = [(T, dtype) for T, dtype in kinds if T >= 40]
+        assert sorted(dtype.name for _, dtype in mediums) == ["float32", "float64"]
+        assert all(40 <= T <= 80 for T, _ in mediums)
+        assert all(4 <= T <= 10 for T, _ in kinds if T < 40)
+        for attn, what in matrices.correct:
+            # 50 times inside np.allclose's tolerance, the loosest right check's
+            assert np.abs(_row_sums(attn) - 1).max() <= 1e-5 / 50, (student, what)
+            assert not np.triu(attn, k=1).any() and np.all(np.diagonal(attn) > 0)
+            assert np.all(attn >= 0)
+            # `== 1` meets a row it rejects, in the matrix's own dtype and summed exactly
+            assert (attn.sum(axis=-1) != 1).any(), (student, what)
+            assert any(math.fsum(map(float, row)) != 1 for row in attn), (student, what)
+            T = attn.shape[0]
+            assert f"({T}, {T})" in what or T < 40 and "(" not in what.split("matrix")[0]
+            assert attn.dtype.name in what
+        seen.add(matrices.correct[-1][0].tobytes())
+    assert len(seen) == len(CLASS)  # matrices leaked by one say nothing about another's
+
+
+def test_every_students_broken_check_matrices_are_broken_in_the_stated_fact_only():
+    rows, leaks, nans = set(), set(), set()
+    for student in CLASS:
+        matrices, _ = _students_check_matrices(student)
+        base = matrices.correct[-1][0]  # (b, b): the broken ones start from it
+        T = base.shape[0]
+        correct_kinds = {(attn.shape, attn.dtype) for attn, _ in matrices.correct}
+        for attn, what in matrices.rows_broken + matrices.future_broken:
+            assert (attn.shape, attn.dtype) in correct_kinds, (student, what)
+        short, transposed, nan_row = matrices.rows_broken
+        # one row sums to a hundredth less than 1, the one named; the future stays zero
+        off = np.flatnonzero(np.abs(_row_sums(short[0]) - 1) > ROUNDING)
+        assert off.tolist() == [_named_row(short[1])], (student, short[1])
+        assert abs(_row_sums(short[0])[off[0]] - 0.99) <= ROUNDING
+        assert not np.triu(short[0], k=1).any()
+        assert np.array_equal(transposed[0], base.T)
+        # a row of NaN, the one named, the others untouched
+        nan = np.flatnonzero(np.isnan(nan_row[0]).all(axis=-1))
+        assert nan.tolist() == [_named_row(nan_row[1])] and np.isnan(nan_row[0]).sum() == T
+        assert np.isnan(np.triu(nan_row[0], k=1)).any()  # NaN on a future key too
+        assert matrices.future_broken[2:] == (transposed, nan_row)  # broken in both facts
+        leak, unmasked = matrices.future_broken[:2]
+        # a weight of 1e-6 on one future key, taken from the present: rows still sum to 1
+        future = np.argwhere(np.triu(leak[0], k=1) != 0)
+        assert len(future) == 1 and leak[0][tuple(future[0])] == pytest.approx(1e-6, rel=1e-9)
+        assert np.all(leak[0] >= 0) and np.abs(_row_sums(leak[0]) - 1).max() <= 1e-7
+        assert np.all(unmasked[0][np.triu_indices(T, k=1)] > 0)  # every future key weighted
+        assert np.abs(_row_sums(unmasked[0]) - 1).max() <= 1e-7
+        rows.add(int(off[0]))
+        leaks.add(tuple(future[0]))
+        nans.add(int(nan[0]))
+    assert len(rows) >= 5 and len(leaks) >= 10 and len(nans) >= 5  # drawn, not fixed
+
+
+def test_check_descriptions_carry_sizes_and_rows_never_values():
+    for student in CLASS[:50]:
+        matrices, _ = _students_check_matrices(student)
+        sizes = {str(attn.shape[0]) for attn, _ in matrices.correct}
+        for _, what in matrices.correct + matrices.rows_broken + matrices.future_broken:
+            numbers = set(re.findall(r"\d+(?:\.\d+)?(?:e-\d+)?", what))
+            assert numbers <= sizes | {"1", "1e-6", "32", "64"}, (student, what)
+
+
+def test_the_suites_loop_without_rescaling_is_the_corpus_s_slip():
+    """Exercise 4's drawn inputs are kept only if `without_rescaling` lands far from the
+    reference: it must compute what the catalogued slip computes."""
+    from autograder.corpus import pieces
+
+    namespace = {"np": np}
+    exec(pieces.BLOCKWISE_NO_RESCALE, namespace)
+    for student in MANY[:10]:
+        for calls in test_ex4.reference_inputs(variant_for(SEED, "sdpa", student)).values():
+            for Q, K, V, causal, block in calls:
+                kwargs = {"causal": causal} | ({} if block is None else {"block": block})
+                with np.errstate(all="ignore"):
+                    slip = namespace["attention_blockwise"](Q, K, V, **kwargs)
+                assert np.allclose(test_ex4.without_rescaling(Q, K, V, causal, block), slip,
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_the_default_variant_keeps_the_lesson_s_exercise_4_inputs():
+    def lesson(seed, n, m, d_k, d_v, dtype=np.float64):
+        rng = np.random.default_rng(seed)
+        arrays = (rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v)))
+        return tuple(a.astype(dtype) for a in arrays)
+
+    inputs = test_ex4.reference_inputs(DEFAULT)
+    expected = {
+        "blockwise_matches_attention_without_mask": [(lesson(401, 9, 23, 5, 3), False, 4)],
+        "blockwise_matches_attention_with_causal_mask": [(lesson(402, 22, 22, 4, 3), True, 5)],
+        "blockwise_matches_attention_in_float32": [
+            (lesson(403, 7, 19, 6, 4, np.float32), False, 6)],
+        "blockwise_matches_attention_for_any_block_size": [
+            *((lesson(404, 6, 12, 3, 2), False, block) for block in (1, 7, 12, 100)),
+            (lesson(405, 5, 150, 4, 3), False, None)],
+    }
+    assert list(inputs) == list(expected)
+    for name, calls in expected.items():
+        for (*got, causal, block), (arrays, want_causal, want_block) in zip(
+                inputs[name], calls, strict=True):
+            assert (causal, block) == (want_causal, want_block)
+            assert all(a.dtype == b.dtype and np.array_equal(a, b)
+                       for a, b in zip(got, arrays, strict=True))
+    moderate, large = test_ex4.stability_inputs(DEFAULT)
+    Q, K, V = lesson(406, 6, 10, 3, 2)
+    assert np.array_equal(moderate[0], np.hstack([Q, np.zeros((6, 1))]))
+    assert np.array_equal(large[1], np.hstack([K, np.full((10, 1), 40.0)]))
+    for ((Q, K, V), causal), seed in zip(test_ex4.memory_inputs(DEFAULT), (407, 408),
+                                         strict=True):
+        assert all(np.array_equal(a, b) for a, b in zip((Q, K, V), lesson(seed, 2048, 2048,
+                                                                          16, 16), strict=True))
+        assert causal == (seed == 408)
+
+
+def test_every_students_exercise_4_inputs_keep_what_the_tests_rely_on():
+    seen, memory_seen = set(), set()
+    for student in CLASS:
+        variant = variant_for(SEED, "sdpa", student)
+        inputs = test_ex4.reference_inputs(variant)
+        shapes = set()
+        for name, calls in inputs.items():
+            for Q, K, V, causal, _ in calls:
+                (n, d_k), (m, d_v) = Q.shape, V.shape
+                assert K.shape == (m, d_k) and d_k != d_v and d_k >= 2, (student, name)
+                assert (n == m) == causal and causal == (name.endswith("causal_mask"))
+                assert Q.dtype == (np.float32 if name.endswith("float32") else np.float64)
+                shapes.add((n, m, d_k, d_v))
+        for name in ("without_mask", "with_causal_mask", "in_float32"):
+            (*_, V, _, block), = inputs[f"blockwise_matches_attention_{name}"]
+            assert 1 < block < V.shape[0] and V.shape[0] % block, (student, name)
+        blocks = inputs["blockwise_matches_attention_for_any_block_size"]
+        m = blocks[0][1].shape[0]
+        assert [call[4] for call in blocks][::2] == [1, m, None]
+        assert 1 < blocks[1][4] < m and m % blocks[1][4] and blocks[3][4] > m
+        default_m = blocks[4][1].shape[0]
+        assert default_m > 2 * 64 and default_m % 64
+        assert len(shapes) == 5  # the without-mask, causal and float32 tests' shapes differ
+        moderate, large = test_ex4.stability_inputs(variant)
+        gain = (large[0] @ large[1].T - moderate[0] @ moderate[1].T) / np.sqrt(
+            moderate[0].shape[1])  # (n, m)
+        assert np.allclose(gain, 800.0) and moderate[1].shape[0] > 3
+        seen.add(inputs["blockwise_matches_attention_without_mask"][0][0].tobytes())
+        if student in CLASS[:20]:
+            memory = test_ex4.memory_inputs(variant)
+            assert [causal for _, causal in memory] == [False, True]
+            for (Q, K, V), _ in memory:  # the shape the limits are set at, values their own
+                assert Q.shape == K.shape == V.shape == (test_ex4.MEMORY_T, test_ex4.MEMORY_D)
+            assert not np.array_equal(memory[0][0][0], memory[1][0][0])
+            memory_seen.add(memory[0][0][0][:4].tobytes())
+    assert len(seen) == len(CLASS) and len(memory_seen) == 20
 
 
 # -- the notebook works the numbers out as the grader does -----------------------------------
@@ -264,6 +475,46 @@ def test_every_correct_and_mistaken_answer_grades_the_same_on_every_variant(stud
             expected = (case.scores[ex], case.expected_diagnoses[ex],
                         case.expected_failures[ex] if case.fails is not None else got[ex][2])
             assert got[ex] == expected, (student, case.name, ex)
+
+
+# Exercise 3(c)'s checks and exercise 4 but its memory test (which needs the sandbox's gauge;
+# its inputs differ per student in values only, test_corpus.py grades it on sampled variants).
+CHECKS_AND_EX4 = tuple(t for t in collect() if "_passes_" in t.name or (
+    t.exercise == "ex4" and t.name != "blockwise_memory_stays_far_below_one_score_matrix"))
+
+
+class CopyingStudent(InProcessStudent):
+    """Arrays copied on each call, as the sandbox's pipe does: the inputs are cached."""
+
+    def call(self, name, *args, readonly=False, **kwargs):
+        copied = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+        return super().call(name, *copied, readonly=readonly, **kwargs)
+
+
+def _checks_and_ex4_failures(case, variant) -> set[str]:
+    student = CopyingStudent(run_case(case), variant)
+    tests = [t for t in CHECKS_AND_EX4 if t.exercise == "ex3" or case.attempts_ex4]
+    return {r.name for r in run_tests(student, tests) if not r.passed}
+
+
+CHECK_AND_EX4_CASES = [c.name for c in cases() if c.kind == "correct" or (
+    c.kind == "mistake" and c.name.startswith(("ex3-check-", "ex4-")))]
+
+
+@pytest.mark.parametrize("student", ["default", *MANY[:40]])
+def test_right_checks_and_blockwise_earn_full_marks_and_wrong_ones_lose_theirs(student):
+    """On every student's own matrices and inputs: each correct style (the answer key among
+    them) passes both checks and exercise 4; `== 1`, a tolerance tighter than float32, the
+    lower triangle, the diagonal, and each blockwise slip lose exactly their tests."""
+    variant = DEFAULT if student == "default" else variant_for(SEED, "sdpa", student)
+    run = {t.name for t in CHECKS_AND_EX4}
+    for case in cases(variant):
+        if case.name not in CHECK_AND_EX4_CASES:
+            continue
+        expected = {t for ex in ("ex3", "ex4") for t in case.expected_failures[ex]} & run
+        if not case.attempts_ex4:
+            expected -= {t.name for t in CHECKS_AND_EX4 if t.exercise == "ex4"}
+        assert _checks_and_ex4_failures(case, variant) == expected, (student, case.name)
 
 
 def _figures(value: float, figures: int = 3) -> float:

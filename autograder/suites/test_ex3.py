@@ -22,11 +22,15 @@ Points: the causal mask 1.5, the six value tests 5.5, the four property tests 2,
 
 Every test uses shapes of its own, so that a cache keyed by shape cannot carry an answer from
 one test to another. Sizes stay small so that a plain-loop solution runs in well under a second.
-Each student has hidden inputs of their own, shapes and values (`hidden_inputs`, drawn for the
-student's variant from the course's secret inputs key; the default variant's are fixed).
+Each student has hidden inputs of their own, shapes and values (`hidden_inputs`, and the
+checks' matrices, `check_matrices`, drawn for the student's variant from the course's secret
+inputs key; the default variant's are fixed).
 """
 
+import math
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -371,10 +375,15 @@ def test_attention_answers_each_call_from_its_own_inputs(student):
 # every one of them right. A matrix broken only in the other check's fact is handed to neither.
 # The broken matrices' shape and dtype are among the correct ones', and the two kinds come in a
 # mixed order, so that neither the shape nor the count of calls gives the answer away.
+# Each student gets matrices of their own (`check_matrices`): sizes, values, the row scaled,
+# the future key that leaks and the row of NaN are drawn for their variant, so that matrices
+# leaked by one submission say nothing about another's; the default variant's are fixed. A
+# message names a matrix's size and its broken row (as the description says), never a value.
 
 
 def causal_weights(seed, T, dtype):
-    """A correct causal attention matrix (T, T) in `dtype`: rows sum to 1 up to rounding."""
+    """A correct causal attention matrix (T, T) in `dtype`: rows sum to 1 up to rounding;
+    `seed` a number or a Generator."""
     Q, K, V = (a.astype(dtype) for a in make_inputs(seed, T, T, 4, 2))
     return sdpa_ref.attention(Q, K, V, sdpa_ref.causal_mask(T))[1]  # (T, T), dtype
 
@@ -399,37 +408,156 @@ def _nan_row(attn, row):
     return broken
 
 
-_BASE = causal_weights(316, 8, np.float64)  # (8, 8), the matrix the broken ones start from
-# (matrix, what the student is told it is); the hidden values never reach a message.
-CORRECT_WEIGHTS = (
-    (causal_weights(311, 6, np.float64), "a correct float64 causal attention matrix"),
-    (causal_weights(312, 7, np.float32), "a correct float32 causal attention matrix, whose "
-                                         "rows sum to 1 only up to rounding"),
-    (causal_weights(313, 64, np.float32), "a correct (64, 64) float32 causal attention "
-                                          "matrix, whose rows sum to 1 only up to rounding"),
-    (causal_weights(315, 48, np.float64), "a correct (48, 48) float64 causal attention "
-                                          "matrix"),
-    # the broken matrices' own shape and dtype, correct: a check cannot tell them by shape
-    (_BASE, "a correct (8, 8) float64 causal attention matrix"),
-)
-TRANSPOSED = (_BASE.T, "a causal attention matrix transposed (its columns sum to 1, its "
-                       "rows do not, and its weights sit above the diagonal)")
-NAN_ROW = (_nan_row(_BASE, 0), "a causal attention matrix whose first row is NaN (a fully "
-                               "masked row under a -inf fill)")
-ROW_SUMS_BROKEN = (
-    (_scaled_row(_BASE, 3, 0.99), "a causal attention matrix whose fourth row sums to a "
-                                  "hundredth less than 1"),
-    TRANSPOSED,
-    NAN_ROW,
-)
-FUTURE_BROKEN = (
-    (_leaking(_BASE, 2, 5, 1e-6), "a causal attention matrix with a weight of 1e-6 on one "
-                                  "future key"),
-    (sdpa_ref.attention(*make_inputs(317, 8, 8, 4, 2))[1], "an attention matrix computed "
-                                                           "without the causal mask"),
-    TRANSPOSED,
-    NAN_ROW,
-)
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+             "ninth", "tenth")
+
+
+def row_named(row: int) -> str:
+    """Row `row` (counted from 0) as a student reads it: `fourth row`, or `row 12`."""
+    return f"{_ORDINALS[row]} row" if row < len(_ORDINALS) else f"row {row + 1}"
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """What one student's check matrices are: their sizes, where the broken ones are broken,
+    and the seeds or random numbers their values come from.
+
+    `small64`, `small32`: a correct float64 and float32 matrix; `medium32`, `medium64`: a
+    larger one of each; `base`: the float64 matrix the broken ones start from (a correct one
+    of its own shape and dtype is handed out too). `scaled_row`'s weights are multiplied by
+    0.99; `leak` = (t, j), j > t, receives 1e-6 taken from (t, t); `nan_row` is NaN, never
+    the last row, which has no future key: a NaN there would break only the rows' sums, and
+    the matrix is handed to both checks.
+    """
+
+    small64: int
+    small32: int
+    medium32: int
+    medium64: int
+    base: int
+    scaled_row: int
+    leak: tuple[int, int]
+    nan_row: int
+
+
+# The lesson's own (default variant): fixed, as before variants (seeds 311-317).
+DEFAULT_CHECK_PLAN = CheckPlan(small64=6, small32=7, medium32=64, medium64=48, base=8,
+                               scaled_row=3, leak=(2, 5), nan_row=0)
+SMALL_SIZES = range(4, 11)  # T of the small matrices, the base among them (ordinal words)
+MEDIUM_SIZES = range(40, 81)  # T of the larger float64 and float32 matrices
+LEAK = 1e-6  # the weight a leaking matrix puts on one future key
+SHORT_ROW = 0.99  # the factor of the scaled row: it sums to a hundredth less than 1
+
+
+# A correct matrix's rows sum to 1 within this (float32 rounding over at most 80 weights),
+# 50 times inside np.allclose's tolerance (rtol 1e-5), the loosest a right check is expected
+# to be. Few draws are redrawn for it (1 in 300 of the (60, 60) float32 ones, measured).
+ROUNDING_AT_MOST = 2e-7
+
+
+def _rounded(attn) -> bool:
+    """Every row sums to 1 within ROUNDING_AT_MOST, and some row only up to rounding, both in
+    the matrix's own dtype and exactly (so that a check comparing with `== 1`, however it
+    sums, meets a row it rejects)."""
+    own = attn.sum(axis=-1)  # (T,) in attn's dtype
+    exact = [math.fsum(float(x) for x in row) for row in attn]
+    return (max(abs(total - 1) for total in exact) <= ROUNDING_AT_MOST
+            and bool((own != 1).any()) and any(total != 1 for total in exact))
+
+
+def _drawn_weights(rng, T, dtype):
+    """A correct causal matrix drawn from `rng`, redrawn until its rows show rounding, and
+    no more than ROUNDING_AT_MOST of it."""
+    while True:
+        attn = causal_weights(rng, T, dtype)  # (T, T)
+        if _rounded(attn):
+            return attn
+
+
+def _draw_plan(rng) -> CheckPlan:
+    """Sizes and broken entries drawn from `rng`; the leak's query is drawn again with the
+    base matrix (`_draw_leak`), which must have weight to move."""
+    small64, small32, base = (int(x) for x in rng.choice(SMALL_SIZES, size=3, replace=False))
+    medium32, medium64 = (int(x) for x in rng.choice(MEDIUM_SIZES, size=2, replace=False))
+    return CheckPlan(small64=small64, small32=small32, medium32=medium32, medium64=medium64,
+                     base=base, scaled_row=int(rng.integers(0, base)), leak=(0, 1),
+                     nan_row=int(rng.integers(0, base - 1)))  # not the last: see CheckPlan
+
+
+def _draw_leak(rng, base) -> tuple[int, int]:
+    """(t, j), j > t: a query whose own weight is large enough to give LEAK away and stay
+    a weight (>= 0), and a key after it."""
+    T = base.shape[0]
+    while True:
+        t = int(rng.integers(0, T - 1))  # a query with a future key after it
+        if base[t, t] >= 1000 * LEAK:
+            return t, int(rng.integers(t + 1, T))
+
+
+class CheckMatrices(NamedTuple):
+    """(matrix, what the student is told it is) pairs; the hidden values never reach a
+    message, only the sizes and which row is broken."""
+
+    correct: tuple  # every check must accept each of these
+    rows_broken: tuple  # rows_sum_to_one must reject each of these
+    future_broken: tuple  # future_is_zero must reject each of these
+    plan: CheckPlan
+
+
+@lru_cache(maxsize=64)
+def check_matrices(variant) -> CheckMatrices:
+    """The matrices one student's checks are handed: the lesson's own for the default variant
+    (seeds 311 to 317), any other variant's sizes, values and broken entries drawn from its
+    own random numbers (`Variant.rng`)."""
+    if variant.inputs_seed is None:
+        plan = DEFAULT_CHECK_PLAN
+        seeds = {"small64": 311, "small32": 312, "medium32": 313, "medium64": 315,
+                 "base": 316, "unmasked": 317}
+        weights = causal_weights
+    else:
+        rng = variant.rng("ex3 checks")
+        plan = _draw_plan(rng)
+        seeds = dict.fromkeys(("small64", "small32", "medium32", "medium64", "base",
+                               "unmasked"), rng)
+        weights = _drawn_weights
+    base = weights(seeds["base"], plan.base, np.float64)  # (b, b): the broken ones start here
+    if variant.inputs_seed is not None:
+        plan = replace(plan, leak=_draw_leak(rng, base))
+    size = f"({plan.base}, {plan.base})"
+    correct = (
+        (weights(seeds["small64"], plan.small64, np.float64),
+         "a correct float64 causal attention matrix"),
+        (weights(seeds["small32"], plan.small32, np.float32),
+         "a correct float32 causal attention matrix, whose rows sum to 1 only up to rounding"),
+        (weights(seeds["medium32"], plan.medium32, np.float32),
+         f"a correct ({plan.medium32}, {plan.medium32}) float32 causal attention matrix, "
+         "whose rows sum to 1 only up to rounding"),
+        (weights(seeds["medium64"], plan.medium64, np.float64),
+         f"a correct ({plan.medium64}, {plan.medium64}) float64 causal attention matrix"),
+        # the broken matrices' own shape and dtype, correct: a check cannot tell them by shape
+        (base, f"a correct {size} float64 causal attention matrix"),
+    )
+    transposed = (base.T, "a causal attention matrix transposed (its columns sum to 1, its "
+                          "rows do not, and its weights sit above the diagonal)")
+    nan_row = (_nan_row(base, plan.nan_row), f"a causal attention matrix whose "
+               f"{row_named(plan.nan_row)} is NaN (a fully masked row under a -inf fill)")
+    rows_broken = (
+        (_scaled_row(base, plan.scaled_row, SHORT_ROW), f"a causal attention matrix whose "
+         f"{row_named(plan.scaled_row)} sums to a hundredth less than 1"),
+        transposed,
+        nan_row,
+    )
+    unmasked = sdpa_ref.attention(*make_inputs(seeds["unmasked"], plan.base, plan.base, 4,
+                                               2))[1]  # (b, b), float64
+    future_broken = (
+        (_leaking(base, *plan.leak, LEAK), "a causal attention matrix with a weight of 1e-6 "
+                                           "on one future key"),
+        (unmasked, "an attention matrix computed without the causal mask"),
+        transposed,
+        nan_row,
+    )
+    return CheckMatrices(correct, rows_broken, future_broken, plan)
+
 
 _ROWS_HINT = "each row of the matrix must sum to 1, up to floating-point rounding"
 _FUTURE_HINT = ("every weight strictly above the diagonal (key j after query t) must be "
@@ -471,9 +599,12 @@ def _call_check(student, name, attn, what):
 
 @pytest.mark.points(1)
 def test_rows_sum_to_one_passes_attention_and_fails_broken_rows(student):
-    judge_check(student, "rows_sum_to_one", CORRECT_WEIGHTS, ROW_SUMS_BROKEN, _ROWS_HINT)
+    matrices = check_matrices(student.variant)
+    judge_check(student, "rows_sum_to_one", matrices.correct, matrices.rows_broken, _ROWS_HINT)
 
 
 @pytest.mark.points(1)
 def test_future_is_zero_passes_causal_attention_and_fails_any_leak(student):
-    judge_check(student, "future_is_zero", CORRECT_WEIGHTS, FUTURE_BROKEN, _FUTURE_HINT)
+    matrices = check_matrices(student.variant)
+    judge_check(student, "future_is_zero", matrices.correct, matrices.future_broken,
+                _FUTURE_HINT)

@@ -5,9 +5,10 @@ score matrix is never built. Each test checks one property:
 
 - the value tests compare `out` with both references, `sdpa_ref.attention` and
   `sdpa_ref.flash_attention`: without the causal mask (n != m, d_k != d_v), with it, in
-  float32, and for block sizes that do or do not divide the number of keys (1, 7, m, more
-  than m, the default). Only the causal test uses the mask, so that a causal slip costs only
-  that test, and every input has more keys than a block, so that the running max must move;
+  float32, and for block sizes that do or do not divide the number of keys (1, one that does
+  not divide m, m, more than m, the default). Only the causal test uses the mask, so that a
+  causal slip costs only that test, and the other tests' blocks are smaller than m, so that
+  the running max must move;
 - the stability test compares the student's answer at scores near 800 with the same
   student's answer at scores lower by one constant (the online softmax's running max is
   what makes that work);
@@ -22,9 +23,16 @@ score matrix is never built. Each test checks one property:
   mistake costs only the value tests, while a function that computes nothing earns nothing
   here either.
 
+Each student has inputs of their own (`reference_inputs`, `stability_inputs`,
+`memory_inputs`, drawn for the student's variant from the course's secret inputs key; the
+default variant's are fixed): shapes and values, except the memory test's shape, which its
+limits are set at.
+
 Points: 0.75 + 0.75 (without and with the mask), 0.5 float32, 0.5 block sizes, 0.5 stable,
 1 memory: 4 points of extra credit, never part of the grade's maximum.
 """
+
+from functools import lru_cache
 
 import numpy as np
 import pytest
@@ -46,32 +54,115 @@ pytestmark = pytest.mark.ex4
 
 
 def make_inputs(seed, n, m, d_k, d_v, dtype=np.float64):
-    """Q (n, d_k), K (m, d_k), V (m, d_v), entries O(1)."""
-    rng = np.random.default_rng(seed)
+    """Q (n, d_k), K (m, d_k), V (m, d_v), entries O(1); `seed` a number or a Generator."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     Q, K, V = rng.normal(size=(n, d_k)), rng.normal(size=(m, d_k)), rng.normal(size=(m, d_v))
     return Q.astype(dtype), K.astype(dtype), V.astype(dtype)
 
 
-# The hidden inputs of the value tests: (Q, K, V, causal, block), blocks that do not divide m.
-# tests/test_tolerances.py measures every corpus submission's error on them.
-WITHOUT_MASK = (*make_inputs(401, n=9, m=23, d_k=5, d_v=3), False, 4)
-WITH_CAUSAL_MASK = (*make_inputs(402, n=22, m=22, d_k=4, d_v=3), True, 5)
-FLOAT32 = (*make_inputs(403, n=7, m=19, d_k=6, d_v=4, dtype=np.float32), False, 6)
-# (inputs, block) per call; block None: the function's own default (64), 150 = 2 * 64 + 22.
-BLOCK_SIZES = (
-    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 1),
-    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 7),
-    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 12),
-    (make_inputs(404, n=6, m=12, d_k=3, d_v=2), 100),
-    (make_inputs(405, n=5, m=150, d_k=4, d_v=3), None),
-)
-REFERENCE_INPUTS = {
-    "blockwise_matches_attention_without_mask": (WITHOUT_MASK,),
-    "blockwise_matches_attention_with_causal_mask": (WITH_CAUSAL_MASK,),
-    "blockwise_matches_attention_in_float32": (FLOAT32,),
-    "blockwise_matches_attention_for_any_block_size": tuple(
-        (*inputs, False, block) for inputs, block in BLOCK_SIZES),
-}
+DEFAULT_BLOCK = 64  # attention_blockwise's own default block
+BLOCKS = range(3, 9)  # a value test's block: more keys than one, and not dividing m
+# How far, at least, a loop that never rescales its running sums lands from the reference on
+# every drawn value test (500 times FLOAT_RESULTS' atol): whether it does depends on where
+# each row's largest scores fall, so a drawn input that hides the slip is drawn again.
+NO_RESCALE_APART = 0.05
+
+
+def without_rescaling(Q, K, V, causal, block):
+    """out (n, d_v) of a blockwise loop that updates its running maximum but never rescales
+    the sums already accumulated (`blockwise-no-rescale`): each block's weights stay relative
+    to the maximum as it stood after that block."""
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    n, m = Q.shape[0], K.shape[0]
+    scores = Q @ K.T / np.sqrt(Q.shape[1])  # (n, d_k) @ (d_k, m) -> (n, m)
+    if causal:
+        scores = np.where(sdpa_ref.causal_mask(n), -np.inf, scores)  # (n, m)
+    weights = np.empty_like(scores)  # (n, m)
+    running = np.full(n, -np.inf)  # (n,)
+    for start in range(0, m, block or DEFAULT_BLOCK):  # key 0 is in the first block: finite
+        part = slice(start, start + (block or DEFAULT_BLOCK))
+        running = np.maximum(running, scores[:, part].max(axis=1))  # (n,)
+        weights[:, part] = np.exp(scores[:, part] - running[:, None])  # (n, block)
+    return weights @ V / weights.sum(axis=1, keepdims=True)  # (n, m) @ (m, d_v) -> (n, d_v)
+
+
+def _exposes_no_rescale(Q, K, V, causal, block) -> bool:
+    mask = sdpa_ref.causal_mask(Q.shape[0]) if causal else None
+    reference = sdpa_ref.attention(*(a.astype(np.float64) for a in (Q, K, V)), mask)[0]
+    return np.abs(without_rescaling(Q, K, V, causal, block) - reference).max() >= (
+        NO_RESCALE_APART)
+
+
+def _value_call(rng, n_range, m_range, *, causal=False, taken=(), dtype=np.float64):
+    """((Q, K, V), block) of one value test: d_k != d_v, n != m unless causal (n = m), a
+    block that does not divide m, a shape not in `taken`, and values on which a loop that
+    never rescales is far from the reference."""
+    while True:
+        m = int(rng.integers(*m_range))
+        n = m if causal else int(rng.integers(*n_range))
+        d_k, d_v = (int(x) for x in rng.choice(np.arange(2, 7), size=2, replace=False))
+        block = int(rng.choice(BLOCKS))
+        if (causal or n != m) and m % block and (n, m, d_k, d_v) not in taken:
+            inputs = make_inputs(rng, n, m, d_k, d_v, dtype)
+            if _exposes_no_rescale(*inputs, causal, block):
+                return inputs, block
+
+
+def _default_block_call(rng):
+    """(Q, K, V) for the function's own block: m keys, more than two blocks of 64 and the last
+    one shorter, on which a loop that never rescales is far from the reference."""
+    while True:
+        n, m = int(rng.integers(3, 9)), int(rng.integers(129, 192))
+        d_k, d_v = (int(x) for x in rng.choice(np.arange(2, 7), size=2, replace=False))
+        inputs = make_inputs(rng, n, m, d_k, d_v)
+        if m % DEFAULT_BLOCK and _exposes_no_rescale(*inputs, False, None):
+            return inputs
+
+
+def _shape(inputs) -> tuple[int, int, int, int]:
+    (Q, _, V), _ = inputs
+    return Q.shape[0], V.shape[0], Q.shape[1], V.shape[1]
+
+
+def _value_inputs(variant) -> dict[str, tuple]:
+    """The value tests' calls, (Q, K, V, causal, block) each, by test name."""
+    if variant.inputs_seed is None:  # the lesson's own, fixed
+        without = make_inputs(401, n=9, m=23, d_k=5, d_v=3), 4
+        causal = make_inputs(402, n=22, m=22, d_k=4, d_v=3), 5
+        float32 = make_inputs(403, n=7, m=19, d_k=6, d_v=4, dtype=np.float32), 6
+        any_block = make_inputs(404, n=6, m=12, d_k=3, d_v=2), 7
+        default_block = make_inputs(405, n=5, m=150, d_k=4, d_v=3)
+    else:
+        rng = variant.rng("ex4 values")
+        without = _value_call(rng, (5, 13), (15, 31))
+        causal = _value_call(rng, None, (15, 31), causal=True)
+        float32 = _value_call(rng, (5, 13), (15, 31), taken=(_shape(without), _shape(causal)),
+                              dtype=np.float32)
+        # blocks of 1, of some size that does not divide m, of m, of more than m
+        any_block = _value_call(rng, (4, 9), (9, 17))
+        default_block = _default_block_call(rng)
+    inputs, middle = any_block
+    m = inputs[1].shape[0]
+    block_calls = [(*(a.copy() for a in inputs), False, block) for block in (1, middle, m, 100)]
+    block_calls.append((*default_block, False, None))  # None: the function's own default
+    return {
+        "blockwise_matches_attention_without_mask": ((*without[0], False, without[1]),),
+        "blockwise_matches_attention_with_causal_mask": ((*causal[0], True, causal[1]),),
+        "blockwise_matches_attention_in_float32": ((*float32[0], False, float32[1]),),
+        "blockwise_matches_attention_for_any_block_size": tuple(block_calls),
+    }
+
+
+@lru_cache(maxsize=64)
+def reference_inputs(variant) -> dict[str, tuple]:
+    """The hidden inputs of the value tests for one student, by test name: (Q, K, V, causal,
+    block) per call. The default variant's are fixed (seeds 401 to 405); any other variant's
+    shapes and values are drawn from its own random numbers (`Variant.rng`), keeping what
+    each test relies on: more keys than a block, blocks that do not divide m, n != m and
+    d_k != d_v without the mask. tests/test_tolerances.py measures every corpus submission's
+    error on them."""
+    return _value_inputs(variant)
+
 
 MEMORY_T = BLOCKWISE_MEMORY_T  # the sequence length of the memory test (n = m = T)
 MEMORY_D = 16  # d_k = d_v: the (T, d) inputs and output are small beside a (T, T) matrix
@@ -125,8 +216,9 @@ _VALUES_HINT = ("each query's output is softmax(q K^T / sqrt(d_k)) V over all it
 _CAUSAL_HINT = "query t sees keys 0 to t, itself included, and no key after it"
 
 
-def _expect_matches(student, calls, hint):
-    for Q, K, V, causal, block in calls:
+def _expect_matches(student, test_name, hint):
+    """Every call of one value test (`reference_inputs`) matches both references."""
+    for Q, K, V, causal, block in reference_inputs(student.variant)[test_name]:
         out = output_of(call_blockwise(student, Q, K, V, causal, block), Q, V)
         for expected in expected_output(Q, K, V, causal):
             expect_close(out, expected, f"out ({_described(Q, K, V, causal, block)})",
@@ -135,45 +227,50 @@ def _expect_matches(student, calls, hint):
 
 @pytest.mark.points(0.75)
 def test_blockwise_matches_attention_without_mask(student):
-    _expect_matches(student, REFERENCE_INPUTS["blockwise_matches_attention_without_mask"],
-                    _VALUES_HINT)
+    _expect_matches(student, "blockwise_matches_attention_without_mask", _VALUES_HINT)
 
 
 @pytest.mark.points(0.75)
 def test_blockwise_matches_attention_with_causal_mask(student):
-    _expect_matches(student, REFERENCE_INPUTS["blockwise_matches_attention_with_causal_mask"],
-                    _CAUSAL_HINT)
+    _expect_matches(student, "blockwise_matches_attention_with_causal_mask", _CAUSAL_HINT)
 
 
 @pytest.mark.points(0.5)
 def test_blockwise_matches_attention_in_float32(student):
-    _expect_matches(student, REFERENCE_INPUTS["blockwise_matches_attention_in_float32"],
-                    _VALUES_HINT)
+    _expect_matches(student, "blockwise_matches_attention_in_float32", _VALUES_HINT)
 
 
 @pytest.mark.points(0.5)
 def test_blockwise_matches_attention_for_any_block_size(student):
-    _expect_matches(student,
-                    REFERENCE_INPUTS["blockwise_matches_attention_for_any_block_size"],
+    _expect_matches(student, "blockwise_matches_attention_for_any_block_size",
                     _VALUES_HINT + "; the last block may be shorter, or the only one")
 
 
-def stability_inputs():
-    """(moderate, large): the same scores up to one constant, about 800 after scaling.
+def stability_inputs(variant):
+    """(moderate, large): the same scores up to one constant, 800 after scaling.
 
-    Q (6, 3) and K (10, 3) get a fourth component, 0 in `moderate` and 40 in `large`, so every
-    scaled score of `large` is that of `moderate` plus 40 * 40 / sqrt(4) = 800.
+    Q (n, d) and K (m, d) get one more component, 0 in `moderate` and `shift` in `large`, so
+    every scaled score of `large` is that of `moderate` plus shift**2 / sqrt(d + 1) = 800
+    (the lesson's own: n = 6, m = 10, d = 3, shift 40; other variants draw n, m, d and the
+    values). m > 3, the test's block, so that the running max must move.
     """
-    Q, K, V = make_inputs(406, n=6, m=10, d_k=3, d_v=2)
-    shift_q, shift_k = np.full((6, 1), 40.0), np.full((10, 1), 40.0)  # (6, 1), (10, 1)
-    moderate = (np.hstack([Q, 0 * shift_q]), np.hstack([K, 0 * shift_k]), V)  # d_k = 4
-    large = (np.hstack([Q, shift_q]), np.hstack([K, shift_k]), V)  # d_k = 4
+    if variant.inputs_seed is None:
+        n, m, d = 6, 10, 3
+        Q, K, V = make_inputs(406, n=n, m=m, d_k=d, d_v=2)
+    else:
+        rng = variant.rng("ex4 stability")
+        n, m, d = int(rng.integers(4, 10)), int(rng.integers(7, 15)), int(rng.integers(2, 6))
+        Q, K, V = make_inputs(rng, n=n, m=m, d_k=d, d_v=int(rng.integers(2, 5)))
+    shift = float(np.sqrt(800.0 * np.sqrt(d + 1)))
+    shift_q, shift_k = np.full((n, 1), shift), np.full((m, 1), shift)  # (n, 1), (m, 1)
+    moderate = (np.hstack([Q, 0 * shift_q]), np.hstack([K, 0 * shift_k]), V)  # d_k = d + 1
+    large = (np.hstack([Q, shift_q]), np.hstack([K, shift_k]), V)  # d_k = d + 1
     return moderate, large
 
 
 @pytest.mark.points(0.5)
 def test_blockwise_is_stable_at_large_scores(student):
-    moderate, large = stability_inputs()
+    moderate, large = stability_inputs(student.variant)
     first = output_of(call_blockwise(student, *moderate, False, 3), *moderate[::2])
     if not _computes_something(first):
         raise Mismatch("out at moderate scores is not an answer (NaN, inf, or the same row "
@@ -188,9 +285,24 @@ def test_blockwise_is_stable_at_large_scores(student):
                        "which leaves the softmax as it was", hint)
 
 
-def memory_inputs(seed):
-    """Q, K, V of shape (T, d) at T = MEMORY_T, float64."""
-    return make_inputs(seed, n=MEMORY_T, m=MEMORY_T, d_k=MEMORY_D, d_v=MEMORY_D)
+def memory_inputs(variant):
+    """((Q, K, V), causal) of the memory test's two calls, Q, K, V of shape (T, d) at
+    T = MEMORY_T, d = MEMORY_D, float64: the lesson's own values for the default variant
+    (seeds 407 and 408), any other variant's drawn from its own random numbers.
+
+    Only the values vary, never the shape: the limit (a quarter of one T x T float64 matrix),
+    the gauge's bound and the margins measured on the corpus's styles
+    (tests/test_tolerances.py) are all set at this T and d, and the contract and the messages
+    name them. Not cached: at T = 2048 they are drawn in about a millisecond, and a cache of
+    many students' would hold megabytes.
+    """
+    if variant.inputs_seed is None:
+        seeds = (407, 408)
+    else:
+        rng = variant.rng("ex4 memory")
+        seeds = (rng, rng)
+    return tuple((make_inputs(seed, n=MEMORY_T, m=MEMORY_T, d_k=MEMORY_D, d_v=MEMORY_D),
+                  causal) for seed, causal in zip(seeds, (False, True), strict=True))
 
 
 def _computes_something(out) -> bool:
@@ -207,8 +319,7 @@ def test_blockwise_memory_stays_far_below_one_score_matrix(student):
     matrix_mib = MEMORY_T * MEMORY_T * 8 // 2**20
     hint = ("keep only one block of scores (and of the causal mask) at a time, never a whole "
             "(T, T) array")
-    for seed, causal in ((407, False), (408, True)):
-        Q, K, V = memory_inputs(seed)
+    for (Q, K, V), causal in memory_inputs(student.variant):
         what = (f"attention_blockwise at T = {MEMORY_T} (d_k = d_v = {MEMORY_D}, "
                 f"block = 64, causal = {causal})")
         try:
