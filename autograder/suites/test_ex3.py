@@ -28,7 +28,7 @@ inputs key; the default variant's are fixed).
 """
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -419,8 +419,8 @@ def row_named(row: int) -> str:
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """What one student's check matrices are: their sizes, where the broken ones are broken,
-    and the seeds or random numbers their values come from.
+    """What one student's check matrices are: their sizes and where the broken ones are
+    broken (their values come from fixed seeds or the student's random numbers).
 
     `small64`, `small32`: a correct float64 and float32 matrix; `medium32`, `medium64`: a
     larger one of each; `base`: the float64 matrix the broken ones start from (a correct one
@@ -474,16 +474,6 @@ def _drawn_weights(rng, T, dtype):
             return attn
 
 
-def _draw_plan(rng) -> CheckPlan:
-    """Sizes and broken entries drawn from `rng`; the leak's query is drawn again with the
-    base matrix (`_draw_leak`), which must have weight to move."""
-    small64, small32, base = (int(x) for x in rng.choice(SMALL_SIZES, size=3, replace=False))
-    medium32, medium64 = (int(x) for x in rng.choice(MEDIUM_SIZES, size=2, replace=False))
-    return CheckPlan(small64=small64, small32=small32, medium32=medium32, medium64=medium64,
-                     base=base, scaled_row=int(rng.integers(0, base)), leak=(0, 1),
-                     nan_row=int(rng.integers(0, base - 1)))  # not the last: see CheckPlan
-
-
 def _draw_leak(rng, base) -> tuple[int, int]:
     """(t, j), j > t: a query whose own weight is large enough to give LEAK away and stay
     a weight (>= 0), and a key after it."""
@@ -492,6 +482,35 @@ def _draw_leak(rng, base) -> tuple[int, int]:
         t = int(rng.integers(0, T - 1))  # a query with a future key after it
         if base[t, t] >= 1000 * LEAK:
             return t, int(rng.integers(t + 1, T))
+
+
+def _lesson_weights() -> tuple[CheckPlan, dict[str, np.ndarray]]:
+    """The default variant's plan and matrices, from their fixed seeds."""
+    plan = DEFAULT_CHECK_PLAN
+    weights = {"small64": causal_weights(311, plan.small64, np.float64),  # (6, 6)
+               "small32": causal_weights(312, plan.small32, np.float32),  # (7, 7)
+               "medium32": causal_weights(313, plan.medium32, np.float32),  # (64, 64)
+               "medium64": causal_weights(315, plan.medium64, np.float64),  # (48, 48)
+               "base": causal_weights(316, plan.base, np.float64),  # (8, 8)
+               "unmasked": sdpa_ref.attention(*make_inputs(317, plan.base, plan.base, 4,
+                                                         2))[1]}  # (8, 8), no mask
+    return plan, weights
+
+
+def _drawn_check_weights(rng) -> tuple[CheckPlan, dict[str, np.ndarray]]:
+    """A student's plan and matrices: sizes, values and broken entries drawn from `rng`."""
+    small64, small32, base = (int(x) for x in rng.choice(SMALL_SIZES, size=3, replace=False))
+    medium32, medium64 = (int(x) for x in rng.choice(MEDIUM_SIZES, size=2, replace=False))
+    weights = {"base": _drawn_weights(rng, base, np.float64)}  # (b, b)
+    plan = CheckPlan(small64=small64, small32=small32, medium32=medium32, medium64=medium64,
+                     base=base, scaled_row=int(rng.integers(0, base)),
+                     leak=_draw_leak(rng, weights["base"]),
+                     nan_row=int(rng.integers(0, base - 1)))  # not the last: see CheckPlan
+    for name, dtype in (("small64", np.float64), ("small32", np.float32),
+                        ("medium32", np.float32), ("medium64", np.float64)):
+        weights[name] = _drawn_weights(rng, getattr(plan, name), dtype)
+    weights["unmasked"] = sdpa_ref.attention(*make_inputs(rng, base, base, 4, 2))[1]  # (b, b)
+    return plan, weights
 
 
 class CheckMatrices(NamedTuple):
@@ -509,33 +528,19 @@ def check_matrices(variant) -> CheckMatrices:
     """The matrices one student's checks are handed: the lesson's own for the default variant
     (seeds 311 to 317), any other variant's sizes, values and broken entries drawn from its
     own random numbers (`Variant.rng`)."""
-    if variant.inputs_seed is None:
-        plan = DEFAULT_CHECK_PLAN
-        seeds = {"small64": 311, "small32": 312, "medium32": 313, "medium64": 315,
-                 "base": 316, "unmasked": 317}
-        weights = causal_weights
-    else:
-        rng = variant.rng("ex3 checks")
-        plan = _draw_plan(rng)
-        seeds = dict.fromkeys(("small64", "small32", "medium32", "medium64", "base",
-                               "unmasked"), rng)
-        weights = _drawn_weights
-    base = weights(seeds["base"], plan.base, np.float64)  # (b, b): the broken ones start here
-    if variant.inputs_seed is not None:
-        plan = replace(plan, leak=_draw_leak(rng, base))
-    size = f"({plan.base}, {plan.base})"
+    plan, weights = (_lesson_weights() if variant.inputs_seed is None
+                     else _drawn_check_weights(variant.rng("ex3 checks")))
+    base = weights["base"]  # (b, b): the broken ones start here
+    rounded = "whose rows sum to 1 only up to rounding"
     correct = (
-        (weights(seeds["small64"], plan.small64, np.float64),
-         "a correct float64 causal attention matrix"),
-        (weights(seeds["small32"], plan.small32, np.float32),
-         "a correct float32 causal attention matrix, whose rows sum to 1 only up to rounding"),
-        (weights(seeds["medium32"], plan.medium32, np.float32),
-         f"a correct ({plan.medium32}, {plan.medium32}) float32 causal attention matrix, "
-         "whose rows sum to 1 only up to rounding"),
-        (weights(seeds["medium64"], plan.medium64, np.float64),
-         f"a correct ({plan.medium64}, {plan.medium64}) float64 causal attention matrix"),
+        (weights["small64"], "a correct float64 causal attention matrix"),
+        (weights["small32"], f"a correct float32 causal attention matrix, {rounded}"),
+        (weights["medium32"], f"a correct ({plan.medium32}, {plan.medium32}) float32 causal "
+                              f"attention matrix, {rounded}"),
+        (weights["medium64"], f"a correct ({plan.medium64}, {plan.medium64}) float64 causal "
+                              "attention matrix"),
         # the broken matrices' own shape and dtype, correct: a check cannot tell them by shape
-        (base, f"a correct {size} float64 causal attention matrix"),
+        (base, f"a correct ({plan.base}, {plan.base}) float64 causal attention matrix"),
     )
     transposed = (base.T, "a causal attention matrix transposed (its columns sum to 1, its "
                           "rows do not, and its weights sit above the diagonal)")
@@ -547,12 +552,10 @@ def check_matrices(variant) -> CheckMatrices:
         transposed,
         nan_row,
     )
-    unmasked = sdpa_ref.attention(*make_inputs(seeds["unmasked"], plan.base, plan.base, 4,
-                                               2))[1]  # (b, b), float64
     future_broken = (
         (_leaking(base, *plan.leak, LEAK), "a causal attention matrix with a weight of 1e-6 "
                                            "on one future key"),
-        (unmasked, "an attention matrix computed without the causal mask"),
+        (weights["unmasked"], "an attention matrix computed without the causal mask"),
         transposed,
         nan_row,
     )

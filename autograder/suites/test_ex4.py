@@ -124,8 +124,14 @@ def _shape(inputs) -> tuple[int, int, int, int]:
     return Q.shape[0], V.shape[0], Q.shape[1], V.shape[1]
 
 
-def _value_inputs(variant) -> dict[str, tuple]:
-    """The value tests' calls, (Q, K, V, causal, block) each, by test name."""
+@lru_cache(maxsize=64)
+def reference_inputs(variant) -> dict[str, tuple]:
+    """The hidden inputs of the value tests for one student, by test name: (Q, K, V, causal,
+    block) per call. The default variant's are fixed (seeds 401 to 405); any other variant's
+    shapes and values are drawn from its own random numbers (`Variant.rng`), keeping what
+    each test relies on: blocks smaller than m that do not divide it, n != m and d_k != d_v
+    without the mask, and values that a loop never rescaling its sums gets wrong.
+    tests/test_tolerances.py measures every corpus submission's error on them."""
     if variant.inputs_seed is None:  # the lesson's own, fixed
         without = make_inputs(401, n=9, m=23, d_k=5, d_v=3), 4
         causal = make_inputs(402, n=22, m=22, d_k=4, d_v=3), 5
@@ -151,17 +157,6 @@ def _value_inputs(variant) -> dict[str, tuple]:
         "blockwise_matches_attention_in_float32": ((*float32[0], False, float32[1]),),
         "blockwise_matches_attention_for_any_block_size": tuple(block_calls),
     }
-
-
-@lru_cache(maxsize=64)
-def reference_inputs(variant) -> dict[str, tuple]:
-    """The hidden inputs of the value tests for one student, by test name: (Q, K, V, causal,
-    block) per call. The default variant's are fixed (seeds 401 to 405); any other variant's
-    shapes and values are drawn from its own random numbers (`Variant.rng`), keeping what
-    each test relies on: more keys than a block, blocks that do not divide m, n != m and
-    d_k != d_v without the mask. tests/test_tolerances.py measures every corpus submission's
-    error on them."""
-    return _value_inputs(variant)
 
 
 MEMORY_T = BLOCKWISE_MEMORY_T  # the sequence length of the memory test (n = m = T)
