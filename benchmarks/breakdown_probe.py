@@ -76,8 +76,10 @@ STEPS = {
     "sdpa_course.grading.hand_marks": [("class_marks", "gradebook: hand marks")],
     "sdpa_course.reports.class_report": [
         ("write_class_report", "class report"),
-        ("_plot_scores", "class report: scores picture"),
-        ("_plot_diagnoses", "class report: diagnoses picture"),
+    ],
+    "sdpa_course.reports.charts": [
+        ("score_histograms", "class report: scores picture"),
+        ("diagnosis_chart", "class report: diagnoses picture"),
     ],
     "nbgrader.api": [("Gradebook.__init__", "gradebook: opening a connection")],
 }

@@ -216,7 +216,7 @@ def test_feedback_is_written_for_graded_students_only(graded_class):
 def test_class_report_lists_everyone_with_empty_scores_for_failed(graded_class):
     course, result, _ = graded_class
     report = course / "reports" / "sdpa"
-    for name in ("class_report.html", "scores.png", "diagnoses.png"):
+    for name in ("class_report.html", "scores.svg", "diagnoses.svg"):
         assert (report / name).stat().st_size > 0
     rows = {row["student"]: row for row in csv.DictReader((report / "scores.csv").open())}
     assert set(rows) == set(result.records)
@@ -226,7 +226,7 @@ def test_class_report_lists_everyone_with_empty_scores_for_failed(graded_class):
     assert rows["cy"]["score"] == "" and rows["cy"]["ex1"] == ""  # no score, not 0
     assert "not a readable notebook" in rows["cy"]["reason"]
     page = (report / "class_report.html").read_text()
-    assert 'src="scores.png"' in page and 'src="diagnoses.png"' in page and "cy" in page
+    assert 'src="scores.svg"' in page and 'src="diagnoses.svg"' in page and "cy" in page
 
 
 def test_progress_prints_count_and_time_when_not_a_terminal(graded_class):

@@ -2,7 +2,7 @@
 
 Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feedback`):
 
-- `class_report.html`: per exercise the score distribution (`scores.png`), the pass rate of
+- `class_report.html`: per exercise the score distribution (`scores.svg`), the pass rate of
   each test, and each diagnosis with its meaning and the students who have it (to invite them
   to a help session); hand grading (written answers marked and pending, and where to mark
   them); failed submissions with their reasons; late submissions;
@@ -17,9 +17,8 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
   without one).
 
-The pictures (`scores.png`, `diagnoses.png`) are drawn with matplotlib only when what they
-show changed since they were drawn (`.pictures.json` beside them keeps a digest of their
-data): a rerun after hand grading rewrites the rest and keeps them.
+The pictures (`scores.svg`, `diagnoses.svg`: the score histograms and the diagnoses' bars)
+are written as SVG by `reports.charts`, without a plotting library.
 
 Plain data in: the students' records, the gradebook's hand marks (`marks`, see
 `grading.hand_marks`) and the students nbgrader knows who submitted nothing (`missing`).
@@ -30,13 +29,12 @@ cell), and every string in the HTML is escaped.
 from __future__ import annotations
 
 import csv
-import hashlib
 import html
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from autograder.diagnoses.codes import WORDING, lesson_section
+from sdpa_course.reports.charts import diagnosis_chart, score_histograms
 from sdpa_course.reports.feedback_text import exercise_heading, points
 from sdpa_course.reports.records import FAILED, GRADED
 from sdpa_course.reports.safe_text import for_spreadsheet
@@ -46,7 +44,8 @@ CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"  # n
 DIAGNOSES_ALT = ("Bars: how many students got each diagnosis, per exercise (the tables below "
                  "give the same numbers)")
 FORMGRADER_PATH = "formgrader/gradebook/{assignment}/{notebook}"
-PICTURES_NOTE = ".pictures.json"  # the data each picture was drawn from
+# What kit versions before the SVG pictures wrote, removed so that no stale picture remains.
+OLD_PICTURES = ("scores.png", "diagnoses.png", ".pictures.json")
 
 
 def exercise_names(records: dict[str, dict]) -> list[str]:
@@ -200,21 +199,6 @@ def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: 
                                        "no submission"]))
 
 
-def _figure(width: float, height: float):
-    """A matplotlib figure that draws to files only: a `Figure` on its own Agg canvas.
-
-    No pyplot: nothing global is chosen (backend, current figure) and nothing is left open.
-    Deferred: matplotlib takes a few tenths of a second to import, which only the class
-    report needs.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # deferred: see above
-    from matplotlib.figure import Figure  # deferred: see above
-
-    figure = Figure(figsize=(width, height))
-    FigureCanvasAgg(figure)
-    return figure
-
-
 def score_counts(records: dict[str, dict]) -> list[tuple[str, float, list[list[float]]]]:
     """(exercise, max score, [[score, students], ...]) per exercise: the histograms' data."""
     graded = [r for r in records.values() if r["status"] == GRADED]
@@ -231,70 +215,6 @@ def diagnosis_bars(records: dict[str, dict]) -> list[tuple[str, int]]:
     """("exercise: code", students) per diagnosis given: the diagnosis chart's data."""
     return [(f"{ex}: {code}", len(students)) for ex in exercise_names(records)
             for code, students in students_by_diagnosis(records, ex).items()]
-
-
-def _plot_scores(histograms: list, path: Path) -> None:
-    columns = max(1, len(histograms))
-    fig = _figure(4 * columns, 3)
-    axes = fig.subplots(1, columns, squeeze=False)
-    for ax, (ex, top, counts) in zip(axes[0], histograms, strict=False):
-        ax.bar([score for score, _ in counts], [n for _, n in counts], width=0.4,
-               color="#4c72b0")
-        ax.set_xlim(-0.5, top + 0.5)
-        ax.yaxis.get_major_locator().set_params(integer=True)
-        ax.set_title(f"{ex} (max {top:g})")
-        ax.set_xlabel("score")
-        ax.set_ylabel("students")
-    if not histograms:
-        axes[0][0].text(0.5, 0.5, "no graded submissions", ha="center", va="center")
-        axes[0][0].set_axis_off()
-    # margins for these short labels, in inches: no layout pass (a draw of its own) needed
-    fig.subplots_adjust(left=0.6 / (4 * columns), right=1 - 0.15 / (4 * columns),
-                        bottom=0.17, top=0.9, wspace=0.3)
-    fig.savefig(path, dpi=90)
-
-
-def _plot_diagnoses(items: list, path: Path) -> None:
-    """Students per diagnosis, one bar per (exercise, code)."""
-    fig = _figure(7, 0.35 * max(3, len(items)) + 1)
-    ax = fig.subplots()
-    if items:
-        labels, values = zip(*reversed(items), strict=True)
-        ax.barh(labels, values, color="#dd8452")
-        ax.set_xlabel("students")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    else:
-        ax.text(0.5, 0.5, "no diagnoses: every graded exercise was correct",
-                ha="center", va="center")
-        ax.set_axis_off()
-    ax.set_title("Diagnoses per exercise")
-    fig.tight_layout()  # the codes' labels are long and vary: laid out to fit
-    fig.savefig(path, dpi=90)
-
-
-def _draw_pictures(pictures: dict[Path, tuple], out_dir: Path) -> None:
-    """Draw each picture (path -> (draw, data)) whose data changed since it was drawn.
-
-    A rerun after hand grading (or `sdpa-course feedback`) changes no score and no
-    diagnosis: it keeps the pictures and never imports matplotlib (a few tenths of a
-    second). What drew them is noted in PICTURES_NOTE, beside them.
-    """
-    note = out_dir / PICTURES_NOTE
-    try:
-        drawn = json.loads(note.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        drawn = {}
-    if not isinstance(drawn, dict):
-        drawn = {}
-    for path, (draw, data) in pictures.items():
-        digest = hashlib.sha256(json.dumps(data).encode()).hexdigest()
-        if path.is_file() and drawn.get(path.name) == digest:
-            continue
-        drawn.pop(path.name, None)
-        note.write_text(json.dumps(drawn), encoding="utf-8")  # no stale claim if it fails
-        draw(data, path)
-        drawn[path.name] = digest
-    note.write_text(json.dumps(drawn), encoding="utf-8")
 
 
 def _e(value) -> str:
@@ -390,8 +310,8 @@ Files: <a href="scores.csv">scores.csv</a> (one row per student, diagnoses per e
 <a href="grades.csv">grades.csv</a> (for an LMS: every student, automatic, hand and total).</p>
 <p>{_e(variants_sentence(records))}</p>
 <h2>Exercises</h2>
-<img src="scores.png" alt="Histograms: how many students got each score, one per exercise">
-<img src="diagnoses.png" alt="{DIAGNOSES_ALT}">
+<img src="scores.svg" alt="Histograms: how many students got each score, one per exercise">
+<img src="diagnoses.svg" alt="{DIAGNOSES_ALT}">
 {sections}
 <h2>Hand grading</h2>
 {_hand_section(records, marks, assignment, notebook)}
@@ -415,15 +335,18 @@ def write_class_report(records: dict[str, dict], out_dir: Path, assignment: str,
         "scores (CSV)": out_dir / "scores.csv",
         "diagnoses (CSV)": out_dir / "diagnoses.csv",
         "grades for an LMS (CSV)": out_dir / "grades.csv",
-        "score histograms": out_dir / "scores.png",
-        "diagnosis chart": out_dir / "diagnoses.png",
+        "score histograms": out_dir / "scores.svg",
+        "diagnosis chart": out_dir / "diagnoses.svg",
     }
     write_scores_csv(records, marks, paths["scores (CSV)"])
     write_diagnoses_csv(records, paths["diagnoses (CSV)"])
     write_grades_csv(records, marks, list(missing), paths["grades for an LMS (CSV)"])
-    _draw_pictures({paths["score histograms"]: (_plot_scores, score_counts(records)),
-                    paths["diagnosis chart"]: (_plot_diagnoses, diagnosis_bars(records))},
-                   out_dir)
+    paths["score histograms"].write_text(score_histograms(score_counts(records)),
+                                         encoding="utf-8")
+    paths["diagnosis chart"].write_text(diagnosis_chart(diagnosis_bars(records), DIAGNOSES_ALT),
+                                        encoding="utf-8")
+    for name in OLD_PICTURES:
+        (out_dir / name).unlink(missing_ok=True)
     page = _html(records, marks, list(missing), assignment, notebook, note)
     paths["class report"].write_text(page, encoding="utf-8")
     return paths
