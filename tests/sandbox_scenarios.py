@@ -334,6 +334,20 @@ def processes(pool: SandboxPool, context: dict) -> dict:
     return {"while_open": len(alive), "after_close": len(after), "pidns": pidns}
 
 
+def forked_cell(pool: SandboxPool, context: dict) -> dict:
+    """A cell forks and its child carries on as the cell's code would: only the worker goes
+    on answering (the child exits when the cell's code returns into the worker's)."""
+    sandbox = _sandbox(pool, "import os\nparent = os.getpid()\npid = os.fork()\n",
+                       "x = 41 + 1\n", "import os\nme = os.getpid()\ndef size(xs):\n"
+                       "    return len(xs)\n")
+    try:
+        return {"outcomes": [o.status for o in sandbox.outcomes],
+                **_values(sandbox, "x", "parent", "me"),
+                "after": sandbox.call("size", [1, 2, 3])}
+    finally:
+        sandbox.close()
+
+
 def confinement(pool: SandboxPool, context: dict) -> dict:
     """System calls each layer refuses (seccomp, Landlock), each probed on its own."""
     sandbox = _sandbox(pool, """
@@ -498,8 +512,8 @@ def measured_memory(pool: SandboxPool, context: dict) -> dict:
 
 
 SCENARIOS = {f.__name__: f for f in (identity, secrets, corpus_reader, writes, network,
-                                      neighbours, processes, confinement, limits,
-                                      memory_total, measured_memory)}
+                                      neighbours, processes, forked_cell, confinement,
+                                      limits, memory_total, measured_memory)}
 
 
 def main() -> None:

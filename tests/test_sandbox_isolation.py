@@ -87,7 +87,7 @@ def results(grader, course):
     context = {"hidden": [str(course)], "secrets": targets + _kit_data_copy(),
                "marker": marker, "number": secrets.randbelow(10**6), "home": str(grader.home)}
     names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
-             "processes", "confinement", "limits", "measured_memory"]
+             "processes", "forked_cell", "confinement", "limits", "measured_memory"]
     if grader.name != "user":
         names.append("memory_total")  # without cgroups nothing bounds it: see the warning
     try:
@@ -220,6 +220,12 @@ def test_background_processes_die_with_the_submission(results):
     processes = results["processes"]
     assert processes["while_open"] >= 2  # the child and the setsid daemon, seen from the host
     assert processes["after_close"] == 0
+
+
+def test_a_cell_that_forks_leaves_only_the_worker_answering(results):
+    forked = results["forked_cell"]
+    assert forked["outcomes"] == ["ok", "ok", "ok"], forked
+    assert forked["x"] == 42 and forked["me"] == forked["parent"] and forked["after"] == 3
 
 
 def test_each_layer_refuses_on_its_own(results):
