@@ -27,7 +27,6 @@ checks' matrices, `check_matrices`, drawn for the student's variant from the cou
 inputs key; the default variant's are fixed).
 """
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -519,16 +518,16 @@ def _drawn_check_weights(rng) -> tuple[CheckPlan, dict[str, np.ndarray]]:
     small64, small32, base = (int(x) for x in rng.choice(SMALL_SIZES, size=3, replace=False))
     medium32, medium64 = (int(x) for x in rng.choice(MEDIUM_SIZES, size=2, replace=False))
     weights = {"base": _drawn_weights(rng, base, np.float64)}  # (b, b)
-    plan = CheckPlan(small64=small64, small32=small32, medium32=medium32, medium64=medium64,
-                     base=base, scaled_row=int(rng.integers(0, base)),
-                     leak=_draw_leak(rng, weights["base"]),
-                     nan_row=int(rng.integers(0, base - 1)),  # not the last: see CheckPlan
-                     adjacent_leak=0)  # drawn last, below: the earlier draws stay as they were
-    for name, dtype in (("small64", np.float64), ("small32", np.float32),
-                        ("medium32", np.float32), ("medium64", np.float64)):
-        weights[name] = _drawn_weights(rng, getattr(plan, name), dtype)
+    broken = {"scaled_row": int(rng.integers(0, base)), "leak": _draw_leak(rng, weights["base"]),
+              "nan_row": int(rng.integers(0, base - 1))}  # not the last: see CheckPlan
+    sizes = {"small64": small64, "small32": small32, "medium32": medium32, "medium64": medium64}
+    for (name, size), dtype in zip(sizes.items(), (np.float64, np.float32, np.float32,
+                                                   np.float64), strict=True):
+        weights[name] = _drawn_weights(rng, size, dtype)
     weights["unmasked"] = sdpa_ref.attention(*make_inputs(rng, base, base, 4, 2))[1]  # (b, b)
-    plan = dataclasses.replace(plan, adjacent_leak=_draw_leaking_query(rng, weights["base"]))
+    # drawn after the others, which stay as they were before it
+    broken["adjacent_leak"] = _draw_leaking_query(rng, weights["base"])
+    plan = CheckPlan(**sizes, base=base, **broken)
     return plan, weights
 
 
