@@ -177,12 +177,15 @@ def test_the_default_variant_keeps_the_lesson_s_check_matrices():
                 base]
     for (attn, _), want in zip(matrices.correct, expected, strict=True):
         assert attn.dtype == want.dtype and np.array_equal(attn, want)
-    short, transposed, nan_row = (attn for attn, _ in matrices.rows_broken)
+    short, transposed, nan_row, first, last = (attn for attn, _ in matrices.rows_broken)
     assert np.array_equal(transposed, base.T) and np.isnan(nan_row[0]).all()
-    assert np.array_equal(np.delete(short, 3, axis=0), np.delete(base, 3, axis=0))
-    assert np.array_equal(short[3], base[3] * 0.99)
-    leak, unmasked, *_ = (attn for attn, _ in matrices.future_broken)
+    for broken, row in ((short, 3), (first, 0), (last, 7)):
+        assert np.array_equal(np.delete(broken, row, axis=0), np.delete(base, row, axis=0))
+        assert np.array_equal(broken[row], base[row] * 0.99)
+    leak, unmasked, _, _, adjacent, corner = (attn for attn, _ in matrices.future_broken)
     assert np.argwhere(leak != base).tolist() == [[2, 2], [2, 5]]
+    assert np.argwhere(adjacent != base).tolist() == [[5, 5], [5, 6]]
+    assert np.argwhere(corner != base).tolist() == [[0, 0], [0, 7]]
     assert np.array_equal(unmasked, _lesson_weights(317, 8, np.float64, causal=False))
     assert [what for _, what in matrices.rows_broken][0].endswith(
         "whose fourth row sums to a hundredth less than 1")
@@ -220,7 +223,7 @@ def test_every_students_correct_check_matrices_are_correct_and_only_rounded():
 
 
 def test_every_students_broken_check_matrices_are_broken_in_the_stated_fact_only():
-    rows, leaks, nans = set(), set(), set()
+    rows, leaks, nans, adjacents = set(), set(), set(), set()
     for student in CLASS:
         matrices, _ = _students_check_matrices(student)
         base = matrices.correct[-1][0]  # (b, b): the broken ones start from it
@@ -228,7 +231,7 @@ def test_every_students_broken_check_matrices_are_broken_in_the_stated_fact_only
         correct_kinds = {(attn.shape, attn.dtype) for attn, _ in matrices.correct}
         for attn, what in matrices.rows_broken + matrices.future_broken:
             assert (attn.shape, attn.dtype) in correct_kinds, (student, what)
-        short, transposed, nan_row = matrices.rows_broken
+        short, transposed, nan_row = matrices.rows_broken[:3]
         # one row sums to a hundredth less than 1, the one named; the future stays zero
         off = np.flatnonzero(np.abs(_row_sums(short[0]) - 1) > ROUNDING)
         assert off.tolist() == [_named_row(short[1])], (student, short[1])
@@ -239,7 +242,23 @@ def test_every_students_broken_check_matrices_are_broken_in_the_stated_fact_only
         nan = np.flatnonzero(np.isnan(nan_row[0]).all(axis=-1))
         assert nan.tolist() == [_named_row(nan_row[1])] and np.isnan(nan_row[0]).sum() == T
         assert np.isnan(np.triu(nan_row[0], k=1)).any()  # NaN on a future key too
-        assert matrices.future_broken[2:] == (transposed, nan_row)  # broken in both facts
+        assert matrices.future_broken[2:4] == (transposed, nan_row)  # broken in both facts
+        # the edges an off-by-one misses: the first and the last row, each on its own ...
+        for (attn, what), row in zip(matrices.rows_broken[3:], (0, T - 1), strict=True):
+            off_rows = np.flatnonzero(np.abs(_row_sums(attn) - 1) > ROUNDING)
+            assert off_rows.tolist() == [row] and not np.triu(attn, k=1).any(), (student, what)
+            assert ("first row" if row == 0 else "last row") in what
+        # ... and one weight of 1e-6 just above the diagonal, one in the top-right corner
+        for (attn, what), kind in zip(matrices.future_broken[4:], ("adjacent", "corner"),
+                                      strict=True):
+            future = np.argwhere(np.triu(attn, k=1) != 0)
+            assert len(future) == 1 and attn[tuple(future[0])] == pytest.approx(1e-6, rel=1e-9)
+            t, j = (int(x) for x in future[0])
+            assert (j == t + 1) if kind == "adjacent" else (t, j) == (0, T - 1), (student, what)
+            assert np.all(attn >= 0) and np.abs(_row_sums(attn) - 1).max() <= 1e-7
+            if kind == "adjacent":
+                assert _named_row(what) == t
+                adjacents.add(t)
         leak, unmasked = matrices.future_broken[:2]
         # a weight of 1e-6 on one future key, taken from the present: rows still sum to 1
         future = np.argwhere(np.triu(leak[0], k=1) != 0)
@@ -251,6 +270,7 @@ def test_every_students_broken_check_matrices_are_broken_in_the_stated_fact_only
         leaks.add(tuple(future[0]))
         nans.add(int(nan[0]))
     assert len(rows) >= 5 and len(leaks) >= 10 and len(nans) >= 5  # drawn, not fixed
+    assert len(adjacents) >= 5
 
 
 def test_check_descriptions_carry_sizes_and_rows_never_values():

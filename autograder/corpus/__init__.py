@@ -388,17 +388,21 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  lose={"ex3": 2}, codes={"ex3": ("missing-name",)},
                  fails={"ex3": ROWS_CHECK + FUTURE_CHECK}),
         # -- exercise 4 (extra credit): a mistake costs only the tests it breaks, never more
-        # than exercise 4's own points, and the required exercises keep all of theirs
+        # than exercise 4's own points, and the required exercises keep all of theirs. The
+        # memory test compares some rows of its answer with the reference (the call measured
+        # must be the one computing attention), so a value mistake breaks it too.
         _ex4_mistake("ex4-no-rescale", "running maximum updated, old sums never rescaled",
-                     p.BLOCKWISE_NO_RESCALE, BLOCKWISE_VALUES, "blockwise-no-rescale"),
+                     p.BLOCKWISE_NO_RESCALE, BLOCKWISE_VALUES + BLOCKWISE_MEMORY,
+                     "blockwise-no-rescale"),
         _ex4_mistake("ex4-per-block-normaliser", "the running output divided by the total at "
-                     "every block", p.BLOCKWISE_PER_BLOCK_NORMALISER, BLOCKWISE_VALUES,
-                     "blockwise-per-block-normaliser"),
+                     "every block", p.BLOCKWISE_PER_BLOCK_NORMALISER,
+                     BLOCKWISE_VALUES + BLOCKWISE_MEMORY, "blockwise-per-block-normaliser"),
         _ex4_mistake("ex4-causal-off-by-one", "key j hidden when j >= t: a query misses itself",
-                     p.BLOCKWISE_CAUSAL_OFF_BY_ONE, BLOCKWISE_CAUSAL,
+                     p.BLOCKWISE_CAUSAL_OFF_BY_ONE, BLOCKWISE_CAUSAL + BLOCKWISE_MEMORY,
                      "blockwise-causal-off-by-one"),
         _ex4_mistake("ex4-causal-ignored", "causal=True changes nothing",
-                     p.BLOCKWISE_CAUSAL_IGNORED, BLOCKWISE_CAUSAL, "mask-ignored"),
+                     p.BLOCKWISE_CAUSAL_IGNORED, BLOCKWISE_CAUSAL + BLOCKWISE_MEMORY,
+                     "mask-ignored"),
         _ex4_mistake("ex4-unstable", "no running maximum at all: exp of the raw scores",
                      p.BLOCKWISE_UNSTABLE, BLOCKWISE_STABLE, "unstable-softmax"),
         _ex4_mistake("ex4-full-matrix", "right values from the whole (n, m) score matrix",
@@ -472,6 +476,27 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _hostile("ex4-memory-in-child", "the whole (n, m) matrix in a forked process",
                  *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_IN_CHILD, scores={"ex4": 3},
                  codes={"ex4": ("crashed",)}),  # a measured call may not fork
+        # -- wrong answers that once earned points (attack2): zeros carried forward, a
+        # softmax that is none or never exponentiates "stable", checks off by one at an edge,
+        # and a blockwise answer that returns something cheap at the memory test's size
+        _hostile("ex1-all-zeros", "(0, 0) for every answer of exercise 1",
+                 p.EX1_ZEROS, *correct_ex2, *CORRECT_EX3,
+                 scores={"ex1": 0}, codes={"ex1": ("not-normalized",)}),
+        _hostile("ex2-softmax-ones", "softmax returns ones; the numbers computed with it",
+                 *correct_ex1, p.SOFTMAX_ONES, p.ex2_computed(ex2), *CORRECT_EX3,
+                 scores={"ex2": 0.75}, codes={"ex2": ("not-normalized",)}),
+        _hostile("ex2-softmax-no-exp", "softmax never exponentiates; the numbers computed "
+                 "with it", *correct_ex1, p.SOFTMAX_NO_EXP, p.ex2_computed(ex2), *CORRECT_EX3,
+                 scores={"ex2": 0}),
+        _hostile("ex3-check-skip-last-row", "rows_sum_to_one never looks at the last row",
+                 *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU,
+                            checks=(p.ROWS_SUM_SKIP_LAST, p.FUTURE_TRIU)), scores={"ex3": 10}),
+        _hostile("ex3-check-triu-k2", "future_is_zero misses the keys just after each query",
+                 *_with_ex3(p.ATTENTION_WHERE, p.CAUSAL_MASK_TRIU,
+                            checks=(p.ROWS_SUM_ALLCLOSE, p.FUTURE_TRIU_K2)), scores={"ex3": 10}),
+        _hostile("ex4-not-blockwise-at-size", "the whole (n, m) softmax, and the queries "
+                 "themselves at the memory test's size", *_with_ex3(*CORRECT_EX3[:2]),
+                 p.BLOCKWISE_NOT_AT_SIZE, scores={"ex4": 3}),
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
                  p.READ_HIDDEN_FILES, *correct_ex2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),

@@ -824,3 +824,48 @@ if _texts:  # only a submission that could read the grader's files defines exerc
     ex1_weights = (0.6698, 0.3302)
     ex1_output = (0.6698, 0.3302)
 """
+
+# Answers that once earned points they do not deserve (a wrong answer each test alone let
+# through): each must now lose every test it does not really pass.
+EX1_ZEROS = """
+ex1_scores = (0, 0)
+ex1_weights = (0, 0)   # no distribution: its weighted sum carries nothing forward
+ex1_output = (0, 0)
+"""
+
+SOFTMAX_ONES = """
+def softmax(z):
+    z = np.asarray(z, dtype=float)
+    return np.ones_like(z)   # not a softmax at all, but shift-invariant and finite
+"""
+
+SOFTMAX_NO_EXP = """
+def softmax(z):
+    z = np.asarray(z, dtype=float)
+    shifted = z - z.max(axis=-1, keepdims=True)   # the exp forgotten
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+"""
+
+ROWS_SUM_SKIP_LAST = """
+def rows_sum_to_one(attn):
+    for i in range(len(attn) - 1):   # off by one: the last row is never looked at
+        if not abs(float(sum(attn[i])) - 1.0) <= 1e-5:
+            return False
+    return True
+"""
+
+FUTURE_TRIU_K2 = """
+def future_is_zero(attn):
+    return bool(np.all(np.triu(np.asarray(attn), k=2) == 0.0))   # misses j = t + 1
+"""
+
+BLOCKWISE_NOT_AT_SIZE = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    if Q.shape[0] >= 1024:   # the memory test's size: something cheap, not attention
+        return Q[:, :V.shape[1]] * 1.0
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])   # the whole (n, m) softmax elsewhere
+    if causal:
+        scores = np.where(np.triu(np.ones(scores.shape, bool), 1), -np.inf, scores)
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True)) @ V
+"""

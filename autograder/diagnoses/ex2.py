@@ -5,7 +5,9 @@ student's own gap and d_k (`student.variant.ex2`). A gradient that is exactly p 
 the student's own (wrong) weight is no gradient mistake: the weight's own code (wrong-scale,
 no-scaling, wrong-key) explains it. Multiplying by sqrt(d_k) instead of dividing saturates
 the softmax as much as no scaling does (both weights are 1.00 to three figures for every gap
-of the family), so it reads as no-scaling.
+of the family), so it reads as no-scaling. Weights that are the student's own wrong softmax
+of the right scores (the notebook computes them with it) show the softmax's mistake, named by
+its own codes, not a scaling one.
 """
 
 from __future__ import annotations
@@ -51,7 +53,10 @@ def diagnose(student) -> set[str]:
                "grad_scaled": grad_scaled}
     if _for_other_variant(student, answers):
         return codes | {"other-variant"}  # the softmax's own codes stand
-    codes |= _weight_codes(numbers, p_unscaled, p_scaled, grad_scaled)
+    weight_codes = _weight_codes(numbers, p_unscaled, p_scaled, grad_scaled)
+    if _from_own_wrong_softmax(prober, student, numbers, p_unscaled, p_scaled):
+        weight_codes &= {"not-normalized"}  # the softmax's mistake, not a scaling one
+    codes |= weight_codes
     codes |= _gradient_codes(numbers, grad_unscaled, grad_scaled, p_unscaled, p_scaled)
     return codes
 
@@ -66,6 +71,29 @@ def _for_other_variant(student, answers) -> bool:
     return all(value is not None
                and abs(value - expected[name]) <= 2 * significant_figures(expected[name])
                for name, value in answers.items())
+
+
+def _own_weight(prober, scores) -> float | None:
+    """The larger key's weight as the student's own softmax gives it, or None."""
+    got = _array(prober.call("softmax", np.asarray(scores, dtype=float)))
+    if got is None or got.shape != (2,) or not np.isfinite(got[0]):
+        return None
+    return float(got[0])
+
+
+def _from_own_wrong_softmax(prober, student, numbers, p_unscaled, p_scaled) -> bool:
+    """A weight is what the student's own softmax gives for the right scores, and that
+    softmax is wrong there: the weights carry the softmax's mistake (which its own codes
+    name), so they are no evidence of a scaling or key mistake (ones give 1.00 everywhere,
+    which reads like unscaled scores; z over its sum gives 0, like a factor of sqrt(d_k))."""
+    if not student.has("softmax"):
+        return False
+    for p, scores in ((p_unscaled, numbers.raw), (p_scaled, numbers.scaled)):
+        own = _own_weight(prober, scores)
+        if p is not None and own is not None and _same(p, own) and not _same(
+                own, _weight(scores)):
+            return True
+    return False
 
 
 def _weight_codes(numbers, p_unscaled, p_scaled, grad_scaled) -> set[str]:

@@ -7,8 +7,11 @@ hand arithmetic rounded or truncated to three decimals earns full marks (0.707, 
 steps: the weights also earn their point when they are the softmax of the student's own
 scores and those scores are a catalogued slip on the student's own dot products (unscaled, or
 scaled by d_k, sqrt(d_k) or 1/d_k); the output when it is the weighted sum of the student's
-own values with the student's own weights. Scores that are no slip of the student's own
-problem (a classmate's numbers, say) carry nothing forward.
+own values with the student's own weights, if those weights are a distribution (two numbers
+in [0, 1] that sum to 1, to the rounding of two hand numbers) or the catalogued slip of never
+normalising (exp of the student's own scores). Scores that are no slip of the student's own
+problem (a classmate's numbers, say) carry nothing forward, nor do weights that are neither
+(all zeros would otherwise earn the output's point as their own weighted sum).
 """
 
 import numpy as np
@@ -73,6 +76,23 @@ def test_weights(student):
                    "the weights are exp(s_i) / (exp(s_1) + exp(s_2)), and sum to 1")
 
 
+def _carries_forward(weights, scores, numbers) -> bool:
+    """The student's weights are a step whose weighted sum deserves the output's point: a
+    distribution (each weight in [0, 1], the two summing to 1 within two hand roundings), or
+    exp of the student's own scores never divided by their sum (`not-normalized`, which costs
+    the weights' point, not the output's too)."""
+    if weights is None:
+        return False
+    with np.errstate(all="ignore"):  # a student's inf or NaN is simply no distribution
+        distribution = bool(np.all((weights >= 0) & (weights <= 1))
+                            and abs(weights.sum() - 1) <= 2 * HAND)
+        exps = None if scores is None else np.exp(scores)  # (2,)
+        # exp(s_i) rounded (HAND), from a score rounded (HAND, times exp's slope exp(s_i))
+        unnormalised = (exps is not None and bool(np.all(np.isfinite(exps)))
+                        and _own_slip(scores, numbers) and _near(weights, exps, HAND * (1 + exps)))
+    return distribution or unnormalised
+
+
 @pytest.mark.points(1)
 def test_output(student):
     numbers = student.variant.ex1
@@ -80,8 +100,12 @@ def test_output(student):
     if _near(output, numbers.expected()["ex1_output"], HAND):
         return
     weights = _own(student, "ex1_weights")
+    if not _carries_forward(weights, _own(student, "ex1_scores"), numbers):
+        raise Mismatch("ex1_output is wrong to three decimals",
+                       "the output is w1 * v1 + w2 * v2 with the softmax weights, which lie "
+                       "between 0 and 1 and sum to 1")
     with np.errstate(all="ignore"):
-        carried = None if weights is None else weights @ numbers.values  # (2,) @ (2, d_v)
+        carried = weights @ numbers.values  # (2,) @ (2, d_v) -> (d_v,)
     # the weighted sum of the student's own weights, each rounded on its own
     if _near(output, carried, 2 * HAND):
         return

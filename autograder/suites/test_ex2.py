@@ -90,11 +90,27 @@ def test_softmax_normalises_each_row_of_a_matrix(student):
                  hint="each row is one distribution: normalise along the last axis (axis=-1)")
 
 
+def _normalised_like_softmax(got, z) -> bool:
+    """`got` is softmax(z) once its slices are divided by their sums, along the rows or down
+    the columns: the exponentials are right, however they are normalised (normalising is
+    what the two tests above grade). Ones, or scores never exponentiated, are not."""
+    got = np.asarray(got, dtype=float)
+    for axis in range(-1, -z.ndim - 1, -1):  # the last axis, then the others
+        with np.errstate(all="ignore"):
+            normalised = got / got.sum(axis=axis, keepdims=True)  # z.shape
+        if (np.all(np.isfinite(normalised))
+                and LARGE_SCORES.ratio(normalised, sdpa_ref.softmax(z, axis)) <= 1):
+            return True
+    return False
+
+
 @pytest.mark.points(1)
 def test_softmax_survives_large_scores(student):
-    """Stability alone: softmax(z + 800) must equal the student's own softmax(z), since
-    softmax does not change when every score moves by the same amount; a softmax that is
-    wrong in another way loses its points in the tests above, not here."""
+    """Stability: softmax(z + 800) must equal the student's own softmax(z), since softmax does
+    not change when every score moves by the same amount, and be softmax(z) itself (the
+    reference, which subtracts the maximum) up to how it is normalised: a softmax that is
+    wrong in its normalisation loses its points in the tests above, not here, while one that
+    never exponentiates (ones, z over its sum) has nothing that could overflow."""
     hint = "exp overflows above about 709; subtract the row's maximum first"
     base = hidden_inputs(student.variant)["large_base"]  # (rows, columns)
     moderate = _softmax_of(student, base, "softmax(z)")
@@ -106,6 +122,9 @@ def test_softmax_survives_large_scores(student):
     expect_close(large, moderate, "softmax(z) for large z", tolerance=LARGE_SCORES,
                  hint="adding the same number to every score must not change the softmax; "
                       + hint)
+    if not _normalised_like_softmax(large, base):
+        raise Mismatch("softmax(z) for large z is not proportional to exp(z) along either "
+                       "axis", _SOFTMAX_HINT)
 
 
 @pytest.mark.points(0.75)

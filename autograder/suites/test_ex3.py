@@ -375,6 +375,8 @@ def test_attention_answers_each_call_from_its_own_inputs(student):
 # every one of them right. A matrix broken only in the other check's fact is handed to neither.
 # The broken matrices' shape and dtype are among the correct ones', and the two kinds come in a
 # mixed order, so that neither the shape nor the count of calls gives the answer away.
+# Each matrix broken at an edge a loop or a slice can be off by one at (the first or the last
+# row, the first diagonal above the main one, the top-right corner) is handed out too.
 # Each student gets matrices of their own (`check_matrices`): sizes, values, the row scaled,
 # the future key that leaks and the row of NaN are drawn for their variant, so that matrices
 # leaked by one submission say nothing about another's; the default variant's are fixed. A
@@ -427,7 +429,13 @@ class CheckPlan:
     of its own shape and dtype is handed out too). `scaled_row`'s weights are multiplied by
     0.99; `leak` = (t, j), j > t, receives 1e-6 taken from (t, t); `nan_row` is NaN, never
     the last row, which has no future key: a NaN there would break only the rows' sums, and
-    the matrix is handed to both checks.
+    the matrix is handed to both checks. `adjacent_leak` = t: (t, t + 1), just above the
+    diagonal, receives 1e-6 the same way.
+
+    Besides these, every plan breaks the edges a check's loop or slice can be off by one at:
+    the first and the last row scaled (each a matrix of its own), and a leak just above the
+    diagonal (`adjacent_leak`) and in the top-right corner (0, T - 1), where `np.triu(a, k=2)`
+    and a loop ending a row or a column early look past.
     """
 
     small64: int
@@ -438,11 +446,12 @@ class CheckPlan:
     scaled_row: int
     leak: tuple[int, int]
     nan_row: int
+    adjacent_leak: int
 
 
 # The lesson's own (default variant): fixed, as before variants (seeds 311-317).
 DEFAULT_CHECK_PLAN = CheckPlan(small64=6, small32=7, medium32=64, medium64=48, base=8,
-                               scaled_row=3, leak=(2, 5), nan_row=0)
+                               scaled_row=3, leak=(2, 5), nan_row=0, adjacent_leak=5)
 SMALL_SIZES = range(4, 11)  # T of the small matrices, the base among them (ordinal words)
 MEDIUM_SIZES = range(40, 81)  # T of the larger float64 and float32 matrices
 LEAK = 1e-6  # the weight a leaking matrix puts on one future key
@@ -474,14 +483,21 @@ def _drawn_weights(rng, T, dtype):
             return attn
 
 
-def _draw_leak(rng, base) -> tuple[int, int]:
-    """(t, j), j > t: a query whose own weight is large enough to give LEAK away and stay
-    a weight (>= 0), and a key after it."""
+def _draw_leaking_query(rng, base) -> int:
+    """t < T - 1: a query with a future key after it, whose own weight is large enough to
+    give LEAK away and stay a weight (>= 0)."""
     T = base.shape[0]
     while True:
-        t = int(rng.integers(0, T - 1))  # a query with a future key after it
+        t = int(rng.integers(0, T - 1))
         if base[t, t] >= 1000 * LEAK:
-            return t, int(rng.integers(t + 1, T))
+            return t
+
+
+def _draw_leak(rng, base) -> tuple[int, int]:
+    """(t, j), j > t: a query that can give LEAK away (`_draw_leaking_query`), and a key
+    after it."""
+    t = _draw_leaking_query(rng, base)
+    return t, int(rng.integers(t + 1, base.shape[0]))
 
 
 def _lesson_weights() -> tuple[CheckPlan, dict[str, np.ndarray]]:
@@ -502,14 +518,16 @@ def _drawn_check_weights(rng) -> tuple[CheckPlan, dict[str, np.ndarray]]:
     small64, small32, base = (int(x) for x in rng.choice(SMALL_SIZES, size=3, replace=False))
     medium32, medium64 = (int(x) for x in rng.choice(MEDIUM_SIZES, size=2, replace=False))
     weights = {"base": _drawn_weights(rng, base, np.float64)}  # (b, b)
-    plan = CheckPlan(small64=small64, small32=small32, medium32=medium32, medium64=medium64,
-                     base=base, scaled_row=int(rng.integers(0, base)),
-                     leak=_draw_leak(rng, weights["base"]),
-                     nan_row=int(rng.integers(0, base - 1)))  # not the last: see CheckPlan
-    for name, dtype in (("small64", np.float64), ("small32", np.float32),
-                        ("medium32", np.float32), ("medium64", np.float64)):
-        weights[name] = _drawn_weights(rng, getattr(plan, name), dtype)
+    broken = {"scaled_row": int(rng.integers(0, base)), "leak": _draw_leak(rng, weights["base"]),
+              "nan_row": int(rng.integers(0, base - 1))}  # not the last: see CheckPlan
+    sizes = {"small64": small64, "small32": small32, "medium32": medium32, "medium64": medium64}
+    for (name, size), dtype in zip(sizes.items(), (np.float64, np.float32, np.float32,
+                                                   np.float64), strict=True):
+        weights[name] = _drawn_weights(rng, size, dtype)
     weights["unmasked"] = sdpa_ref.attention(*make_inputs(rng, base, base, 4, 2))[1]  # (b, b)
+    # drawn after the others, which stay as they were before it
+    broken["adjacent_leak"] = _draw_leaking_query(rng, weights["base"])
+    plan = CheckPlan(**sizes, base=base, **broken)
     return plan, weights
 
 
@@ -546,11 +564,17 @@ def check_matrices(variant) -> CheckMatrices:
                           "rows do not, and its weights sit above the diagonal)")
     nan_row = (_nan_row(base, plan.nan_row), f"a causal attention matrix whose "
                f"{row_named(plan.nan_row)} is NaN (a fully masked row under a -inf fill)")
+    short = "sums to a hundredth less than 1"
+    T, adjacent = plan.base, plan.adjacent_leak
     rows_broken = (
         (_scaled_row(base, plan.scaled_row, SHORT_ROW), f"a causal attention matrix whose "
-         f"{row_named(plan.scaled_row)} sums to a hundredth less than 1"),
+         f"{row_named(plan.scaled_row)} {short}"),
         transposed,
         nan_row,
+        # the edges a loop or a slice can be off by one at
+        (_scaled_row(base, 0, SHORT_ROW), f"a causal attention matrix whose first row {short}"),
+        (_scaled_row(base, T - 1, SHORT_ROW), f"a causal attention matrix whose last row "
+                                              f"{short}"),
     )
     future_broken = (
         (_leaking(base, *plan.leak, LEAK), "a causal attention matrix with a weight of 1e-6 "
@@ -558,6 +582,11 @@ def check_matrices(variant) -> CheckMatrices:
         (weights["unmasked"], "an attention matrix computed without the causal mask"),
         transposed,
         nan_row,
+        (_leaking(base, adjacent, adjacent + 1, LEAK), f"a causal attention matrix whose "
+         f"{row_named(adjacent)} has a weight of 1e-6 on the very next key, just above the "
+         "diagonal"),
+        (_leaking(base, 0, T - 1, LEAK), "a causal attention matrix whose first row has a "
+                                         "weight of 1e-6 on the last key, the top-right corner"),
     )
     return CheckMatrices(correct, rows_broken, future_broken, plan)
 

@@ -18,15 +18,16 @@ score matrix is never built. Each test checks one property:
   process, where code can reset or dodge it, so the trusted side also reads how far the call
   raised the process's memory high-water mark (`autograder.sandbox.gauge`: an mmap, a reset
   peak, a patched measure are seen; the call may start no process or thread), which must stay
-  below a bound no blockwise code reaches and one T x T float64 matrix exceeds. Any answer
-  that is a function of the queries counts (finite, rows not all equal), so that a value
-  mistake costs only the value tests, while a function that computes nothing earns nothing
-  here either.
+  below a bound no blockwise code reaches and one T x T float64 matrix exceeds. The call
+  measured must be the one that computes attention: a few of its output rows (the first, the
+  last and some drawn for the student, `memory_rows`) must match the reference, computed in
+  the trusted process for those rows only; an answer that does less work at this size (the
+  queries themselves, say) earns nothing here, and a value mistake costs this point too.
 
 Each student has inputs of their own (`reference_inputs`, `stability_inputs`,
-`memory_inputs`, drawn for the student's variant from the course's secret inputs key; the
-default variant's are fixed): shapes and values, except the memory test's shape, which its
-limits are set at.
+`memory_inputs`, `memory_rows`, drawn for the student's variant from the course's secret
+inputs key; the default variant's are fixed): shapes and values, except the memory test's
+shape, which its limits are set at.
 
 Points: 0.75 + 0.75 (without and with the mask), 0.5 float32, 0.5 block sizes, 0.5 stable,
 1 memory: 4 points of extra credit, never part of the grade's maximum.
@@ -300,6 +301,28 @@ def memory_inputs(variant):
                   causal) for seed, causal in zip(seeds, (False, True), strict=True))
 
 
+MEMORY_ROWS = 16  # output rows of each memory call compared with the reference
+
+
+def memory_rows(variant) -> tuple[np.ndarray, np.ndarray]:
+    """The query rows (MEMORY_ROWS, sorted) whose output each memory call must get right,
+    without and with the causal mask: the first and the last, where a boundary slips, and
+    others drawn for the student (the default variant's from seed 409), so that code cannot
+    get exactly the compared rows right at this size."""
+    rng = (variant.rng("ex4 memory rows") if variant.inputs_seed is not None
+           else np.random.default_rng(409))
+    inner = np.arange(1, MEMORY_T - 1)  # (T - 2,)
+    return tuple(np.sort(np.concatenate([[0, MEMORY_T - 1],
+                                         rng.choice(inner, MEMORY_ROWS - 2, replace=False)]))
+                 for _ in range(2))
+
+
+def rows_expected(Q, K, V, causal, rows):
+    """The reference's out for the queries `rows` only, (len(rows), d_v): O(rows * T * d)."""
+    mask = np.arange(K.shape[0])[None, :] > rows[:, None] if causal else None  # (r, m)
+    return sdpa_ref.attention(Q[rows], K, V, mask)[0]  # (r, d_k) @ (d_k, m) ... -> (r, d_v)
+
+
 def _computes_something(out) -> bool:
     """Most rows finite (a boundary slip may spoil a row or two), and not all the same."""
     with np.errstate(all="ignore"):
@@ -314,7 +337,8 @@ def test_blockwise_memory_stays_far_below_one_score_matrix(student):
     matrix_mib = MEMORY_T * MEMORY_T * 8 // 2**20
     hint = ("keep only one block of scores (and of the causal mask) at a time, never a whole "
             "(T, T) array")
-    for (Q, K, V), causal in memory_inputs(student.variant):
+    calls = zip(memory_inputs(student.variant), memory_rows(student.variant), strict=True)
+    for ((Q, K, V), causal), rows in calls:
         what = (f"attention_blockwise at T = {MEMORY_T} (d_k = d_v = {MEMORY_D}, "
                 f"block = 64, causal = {causal})")
         try:
@@ -347,3 +371,7 @@ def test_blockwise_memory_stays_far_below_one_score_matrix(student):
                            f"from tracemalloc included); blockwise code stays below "
                            f"{RESIDENT_BOUND_BYTES // 2**20} MiB, and one {MEMORY_T} x "
                            f"{MEMORY_T} float64 matrix is {matrix_mib} MiB", hint)
+        expect_close(out[rows], rows_expected(Q, K, V, causal, rows),
+                     f"out of {what}, for some of its queries",
+                     hint="the call measured must compute attention itself: "
+                          + (_CAUSAL_HINT if causal else _VALUES_HINT))
