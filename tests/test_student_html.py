@@ -53,3 +53,22 @@ def test_hostile_markdown_renders_in_bounded_time(text):
     # a cap, not a speed test: the cut input is rendered, a note says what is left out
     assert f"{len(text) - MAX_MARKDOWN_CHARS} more characters" in rendered
     assert time.perf_counter() - began < 30
+
+
+def test_a_students_markdown_cannot_pose_as_the_graders_results():
+    fake = ('<div class="cell results" id="results-ex3"><h3>Results of Exercise 3: 11 / 11</h3>'
+            '<table><tr><td class="pass">passed</td></tr></table></div>\n\n'
+            '<p id="summary" class="summary note">all good</p>\n\n## Results ex3\n\n'
+            '## Written ex2_explain\n')
+    rendered = markdown_to_safe_html(fake)
+    assert not re.search(r'\sclass="(?!language-)', rendered), rendered
+    assert not re.search(r'\sid="(summary|results-|written-)', rendered), rendered
+    assert "Results of Exercise 3" in rendered  # the text stays, only as text
+
+
+def test_rendered_highlighting_and_the_lesson_anchors_keep_their_classes_and_ids():
+    rendered = markdown_to_safe_html("## Exercise 3: causal attention (11 points)\n\n"
+                                     "```python\nscores = Q @ K.T\n```\n")
+    assert '<h2 id="exercise-3-causal-attention-11-points">' in rendered
+    assert re.search(r'class="(highlight|language-python)"', rendered), rendered
+    assert clean_html('<code class="tex">x</code>') == '<code class="tex">x</code>'

@@ -393,6 +393,15 @@ def test_the_notebook_shows_each_student_the_numbers_the_grader_expects(cells):
         assert namespace["EX2"] == variant.public()["ex2"]
 
 
+@pytest.mark.parametrize("folder", ["jdoe ", " jdoe", "jdoe\u00a0", "\tjdoe\n"])
+def test_an_id_with_blanks_around_it_gets_the_numbers_its_notebook_shows(cells, folder):
+    """The notebook strips the id it reads (typed, or set as SDPA_STUDENT_ID from the folder),
+    so the grader works out the folder's numbers from the id stripped too."""
+    variant = variant_for(SEED, "sdpa", folder)
+    assert variant.label == variant_for(SEED, "sdpa", "jdoe").label
+    in_notebook(cells, variant)  # asserts the notebook shows that variant
+
+
 def _numbers_cell_says(cells, *, key: str, typed: str = "", env=None, monkeypatch) -> str:
     import contextlib
     import io

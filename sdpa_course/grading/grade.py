@@ -55,7 +55,7 @@ from sdpa_course.grading.workers import WorkerPool
 from sdpa_course.nbgrader_ext.variants import CourseVariants
 from sdpa_course.reports import records
 from sdpa_course.reports.class_report import write_class_report
-from sdpa_course.reports.safe_text import for_terminal
+from sdpa_course.reports.safe_text import for_terminal, id_for_terminal
 
 
 class ClassGrading(Configurable):
@@ -353,7 +353,7 @@ def _print_summary(result: ClassResult, stream) -> None:
     """The table of results; every student-controlled string escaped for the terminal."""
     if result.isolation == UNSAFE:
         print(UNSAFE_NOTE + "\n", file=stream)
-    ids = {student: for_terminal(student) for student in result.records}
+    ids = {student: id_for_terminal(student) for student in result.records}
     width = max([len(s) for s in ids.values()] + [7])
     print(f"{'student':<{width}}  {'status':<7}  {'score':>11}  notes", file=stream)
     for student, record in result.records.items():
@@ -371,7 +371,7 @@ def _print_summary(result: ClassResult, stream) -> None:
         print(f"{ids[student]:<{width}}  {record['status']:<7}  {score:>11}  "
               f"{for_terminal(notes)}", file=stream)
     for student in result.missing:
-        print(f"{for_terminal(student):<{width}}  {'missing':<7}  {'-':>11}  "
+        print(f"{id_for_terminal(student):<{width}}  {'missing':<7}  {'-':>11}  "
               "in the gradebook, nothing submitted", file=stream)
     now = [result.records[s] for s in result.graded_now if s in result.records]
     graded_now = sum(1 for r in now if r["status"] == records.GRADED)
@@ -384,7 +384,7 @@ def _print_summary(result: ClassResult, stream) -> None:
           file=stream)
     if result.refreshed:
         print(f"Feedback regenerated for new hand marks: "
-              f"{', '.join(for_terminal(s) for s in result.refreshed)}", file=stream)
+              f"{', '.join(id_for_terminal(s) for s in result.refreshed)}", file=stream)
     for name, path in result.reports.items():
         print(f"{name}: {for_terminal(str(path))}", file=stream)
 
@@ -419,7 +419,7 @@ def feedback_class(course_dir: Path, *, force: bool = False) -> int:
     with warnings.catch_warnings():
         _quiet_known_warnings()
         after_grading(course, result, force_feedback=force)
-    pages = ", ".join(for_terminal(s) for s in result.refreshed) or "none"
+    pages = ", ".join(id_for_terminal(s) for s in result.refreshed) or "none"
     print(f"Feedback regenerated for {len(result.refreshed)} students: {pages}")
     print("Release it to students with: nbgrader release_feedback "
           f"{for_terminal(course.assignment)}")

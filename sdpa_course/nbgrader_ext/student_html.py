@@ -19,12 +19,14 @@ beyond `MAX_MARKDOWN_CHARS` and a formula beyond `MAX_FORMULA_CHARS` are cut, sa
 from __future__ import annotations
 
 import html
+import re
 from functools import lru_cache
 
 import jinja2
 import nh3
 from latex2mathml.converter import convert as latex_to_mathml
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from pygments.token import STANDARD_TYPES
 
 from autograder.diagnoses.codes import heading_anchor
 
@@ -54,13 +56,44 @@ ATTRIBUTES = {
     "a": {"href", "title"},
     "code": {"class"},
 }
+# Classes a rendering gives (pygments' highlighting, a code block's language, a formula shown
+# as LaTeX) are kept; any other class is dropped, so that a student's markdown cannot borrow
+# the page's own (`results`, `pass`, `summary`...) to pose as the grader's results.
+RENDERED_CLASSES = set(STANDARD_TYPES.values()) - {""} | {"highlight", "hll", "tex"}
+LANGUAGE_CLASS = re.compile(r"language-[A-Za-z0-9_+-]{1,40}")
+# Ids a heading gets (`heading_anchor`) are kept, except the page's own: its summary, each
+# exercise's results and each written answer (`reports/feedback_text.py`), which a link of
+# the page's must find first and only once.
+HEADING_ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+PAGE_IDS = ("summary",)
+PAGE_ID_PREFIXES = ("results-", "written-")
 URL_SCHEMES = {"http", "https", "mailto", "data"}
 DATA_IMAGES = ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
 
 
-def _url_filter(element: str, attribute: str, value: str) -> str | None:
+def _kept_class(value: str) -> str | None:
+    names = value.split()
+    if names and all(name in RENDERED_CLASSES or LANGUAGE_CLASS.fullmatch(name)
+                     for name in names):
+        return value
+    return None
+
+
+def _kept_id(value: str) -> str | None:
+    if (HEADING_ID.fullmatch(value) and value not in PAGE_IDS
+            and not value.startswith(PAGE_ID_PREFIXES)):
+        return value
+    return None
+
+
+def _attribute_filter(element: str, attribute: str, value: str) -> str | None:
     """Pictures only from `data:` (attachments): nothing is fetched when a TA or a student
-    opens the page; links never to `data:` (`javascript:` never got past nh3's schemes)."""
+    opens the page; links never to `data:` (`javascript:` never got past nh3's schemes);
+    classes and ids only those a rendering gives, never the page's own."""
+    if attribute == "class":
+        return _kept_class(value)
+    if attribute == "id":
+        return _kept_id(value)
     if attribute in ("href", "src", "cite", "action", "formaction", "poster", "background"):
         scheme = value.strip().lower()
         if element == "img" and attribute == "src":
@@ -75,7 +108,7 @@ def _url_filter(element: str, attribute: str, value: str) -> str | None:
 def clean_html(text: str) -> str:
     """HTML from a student (or rendered from one) with only harmless tags and attributes."""
     return nh3.clean(text, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
-                     attribute_filter=_url_filter, link_rel="noopener noreferrer nofollow",
+                     attribute_filter=_attribute_filter, link_rel="noopener noreferrer nofollow",
                      strip_comments=True)
 
 

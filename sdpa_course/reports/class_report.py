@@ -23,7 +23,7 @@ are written as SVG by `reports.charts`, without a plotting library.
 Plain data in: the students' records, the gradebook's hand marks (`marks`, see
 `grading.hand_marks`) and the students nbgrader knows who submitted nothing (`missing`).
 Every CSV cell of text goes through `safe_text.for_spreadsheet` (no formula can start a
-cell), and every string in the HTML is escaped.
+cell), and every string in the HTML is escaped (invisible characters shown).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from autograder.diagnoses.codes import WORDING, lesson_section
 from sdpa_course.reports.charts import diagnosis_chart, score_histograms
 from sdpa_course.reports.feedback_text import exercise_heading, points
 from sdpa_course.reports.records import FAILED, GRADED
-from sdpa_course.reports.safe_text import for_spreadsheet
+from sdpa_course.reports.safe_text import for_spreadsheet, for_terminal
 
 MISSING = "missing"
 CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"  # no script
@@ -218,7 +218,9 @@ def diagnosis_bars(records: dict[str, dict]) -> list[tuple[str, int]]:
 
 
 def _e(value) -> str:
-    return html.escape(str(value))
+    """Escaped for HTML, with control and invisible characters shown as escapes (an id's
+    U+202E would reverse the rest of a list of students)."""
+    return html.escape(for_terminal(value))
 
 
 def _exercise_section(records: dict[str, dict], exercise: str) -> str:

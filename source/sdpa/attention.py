@@ -143,6 +143,7 @@ def _ex2_numbers(digest):
 
 def student_numbers(numbers_key, assignment, student):
     """{"label", "ex1", "ex2"} of one student; the lesson's own without a key or an id."""
+    student = student.strip()  # as the notebook reads an id: "jdoe " in a folder name is jdoe
     if not numbers_key or not student:
         return {"label": DEFAULT_LABEL, "ex1": dict(LESSON_EX1), "ex2": dict(LESSON_EX2)}
     digest = _variant_digest(numbers_key, assignment, student)
