@@ -108,6 +108,17 @@ def _parse_notebook_json(text: str, name: str) -> dict:
             f"{name} is not a valid notebook: its JSON is broken at line {err.lineno}, "
             f"column {err.colno} ({err.msg}). Reopen it in Jupyter or download it again."
         ) from None
+    except RecursionError:  # json's parser stops at about a thousand levels
+        raise SubmissionError(
+            f"{name} is not a notebook Jupyter writes: its JSON is nested too deeply to read. "
+            "Reopen it in Jupyter or download it again."
+        ) from None
+    except (ValueError, MemoryError) as err:  # a number of more than 4300 digits...
+        reason = " ".join(str(err).split())[:200]
+        raise SubmissionError(
+            f"{name} is not a notebook Jupyter writes: its JSON cannot be read ({reason}). "
+            "Reopen it in Jupyter or download it again."
+        ) from None
     if not isinstance(notebook, dict):
         raise SubmissionError(f"{name} is not a notebook: it holds JSON but no notebook object")
     return notebook

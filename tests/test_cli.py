@@ -124,6 +124,10 @@ def test_check_without_json_prints_the_table_with_the_same_score(tmp_path):
     ("missing.ipynb", None, "missing.ipynb"),
     ("broken.ipynb", '{"cells": [ this is not json', "broken.ipynb"),
     ("empty.py", "", "empty.py"),
+    ("deep.ipynb", '{"nbformat": 4, "cells": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "nested too deeply"),
+    ("bigint.ipynb", '{"nbformat": 4, "cells": [], "n": ' + "9" * 5000 + "}",
+     "4300 digits"),
 ])
 def test_check_exits_2_when_it_cannot_grade_the_file(tmp_path, name, content, says):
     if content is not None:
@@ -133,6 +137,18 @@ def test_check_exits_2_when_it_cannot_grade_the_file(tmp_path, name, content, sa
         assert done.returncode == 2, (flags, done.stdout, done.stderr)
         assert done.stdout == ""  # nothing a script could take for a report
         assert done.stderr.startswith("sdpa-course check:") and says in done.stderr
+
+
+@pytest.mark.parametrize("name, content", [
+    ("deep.ipynb", '{"nbformat": 4, "cells": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ("bigint.ipynb", '{"nbformat": 4, "cells": [], "n": ' + "9" * 5000 + "}"),
+])
+def test_check_as_a_student_of_a_notebook_json_cannot_read_says_it_carries_no_key(
+        tmp_path, name, content):
+    (tmp_path / name).write_text(content)
+    done = sdpa_course("check", name, "--student", "ada", cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "carries no course key" in done.stderr and "Traceback" not in done.stderr
 
 
 # --- init DIR [--force], release [--course-dir] ---------------------------------------------

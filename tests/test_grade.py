@@ -632,3 +632,127 @@ def test_a_student_folder_not_named_in_utf8_stops_the_run_before_grading_saying_
     message.encode("ascii")  # printable on any terminal: no stray bytes left in it
     os.rename(os.fsencode(tmp_path) + b"/bad\xffname", os.fsencode(tmp_path) + b"/bo")
     assert [s.student for s in find_submissions(tmp_path, "sdpa", "attention")] == ["amy", "bo"]
+
+
+# -- student folders and files nbgrader would choke on ------------------------------------------
+
+LONG_ID = "a" * 250  # 250 bytes: a folder name, but not with `.json.tmp` after it
+LONG_UTF8_ID = "é" * 120  # 240 bytes, 120 characters: within nbgrader's 128
+
+
+def test_student_ids_too_long_for_a_record_file_are_graded_or_failed_and_resume(
+        course_template, tmp_path):
+    course = copy_course(course_template, tmp_path / "course")
+    for student in (LONG_ID, LONG_UTF8_ID, "good"):
+        submit(course, student, answer_key())
+    result = grade_course(course, workers=1)
+    assert set(result.records) == {LONG_ID, LONG_UTF8_ID, "good"}
+    assert result.records["good"]["status"] == "graded"
+    assert result.records[LONG_UTF8_ID]["status"] == "graded"
+    assert result.records[LONG_UTF8_ID]["score"] == result.records["good"]["score"]
+    too_long = result.records[LONG_ID]
+    assert too_long["status"] == "failed" and too_long["score"] is None
+    assert "250 characters" in too_long["error"] and "at most 128" in too_long["error"]
+    names = [p.name for p in (course / "reports" / "sdpa" / "results").iterdir()]
+    assert len(names) == 3 and all(len(os.fsencode(name)) <= 255 for name in names)
+    report = course / "reports" / "sdpa"
+    for export in ("grades.csv", "scores.csv"):
+        rows = {row.get("student_id") or row.get("student"): row
+                for row in csv.DictReader((report / export).open(encoding="utf-8"))}
+        assert set(rows) == set(result.records), export
+        assert rows[LONG_ID]["status"] == "failed" and "at most 128" in rows[LONG_ID]["reason"]
+    again = grade_course(course, workers=1)  # the records are found again: nothing to do
+    assert again.graded_now == [] and again.records == result.records
+
+
+def _timestamp_as(course: Path, student: str, make) -> None:
+    path = course / "submitted" / student / "sdpa" / "timestamp.txt"
+    path.unlink()
+    make(path)
+
+
+BAD_TIMESTAMPS = {
+    "garbage": "garbage",  # nbgrader: AttributeError, 'CourseDirectory' has no 'fail'
+    "huge": "9" * 23,  # OverflowError
+    "year0": "0001-01-01 00:00:00 +1400",  # before year 1 once in UTC
+    "kmsg": "2026-11-20 09:30:00 /proc/kmsg",  # a "time zone" dateutil would open and read
+    "long": TIMESTAMP + " " * 300,
+    "empty": "",
+}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="FIFOs and /dev/zero")
+def test_a_timestamp_nbgrader_cannot_read_is_graded_without_a_time_and_says_so(
+        course_template, tmp_path):
+    course = copy_course(course_template, tmp_path / "course")
+    for student, stamp in BAD_TIMESTAMPS.items():
+        submit(course, student, answer_key(), timestamp=stamp)
+    for student in ("fifo", "zero", "ok"):
+        submit(course, student, answer_key())
+    _timestamp_as(course, "fifo", os.mkfifo)  # nbgrader's open() waits for a writer forever
+    _timestamp_as(course, "zero", lambda path: path.symlink_to("/dev/zero"))  # reads forever
+    result = grade_course(course, workers=1)
+    full = result.records["ok"]["score"]
+    assert result.records["ok"]["warnings"] == []
+    rows = {row["student"]: row for row in csv.DictReader(
+        (course / "reports" / "sdpa" / "scores.csv").open(encoding="utf-8"))}
+    with gradebook(course) as gb:
+        assert gb.find_submission("sdpa", "ok").timestamp is not None
+        for student in [*BAD_TIMESTAMPS, "fifo", "zero"]:
+            record = result.records[student]
+            assert record["status"] == "graded" and record["score"] == full, record
+            said = [w for w in record["warnings"] if "graded without a submission time" in w]
+            assert len(said) == 1 and "timestamp.txt" in said[0], record["warnings"]
+            assert said[0] in rows[student]["reason"]
+            assert gb.find_submission("sdpa", student).timestamp is None
+            for step in ("autograded", "feedback"):  # nbgrader's "no time": an empty file
+                kept = course / step / student / "sdpa" / "timestamp.txt"
+                assert kept.is_file() and not kept.is_symlink() and kept.read_text() == ""
+
+
+def test_a_kmsg_time_zone_never_reaches_dateutils_gettz(tmp_path, monkeypatch):
+    import dateutil.tz
+
+    from sdpa_course.grading.submissions import read_timestamp
+
+    asked = []
+    real = dateutil.tz.gettz
+    monkeypatch.setattr(dateutil.tz, "gettz", lambda name=None: asked.append(name) or real(name))
+    for zone in ("/proc/kmsg", "../../../../proc/kmsg", ":/proc/kmsg", "UTC/../../../x"):
+        (tmp_path / "timestamp.txt").write_text(f"2026-11-20 09:30:00 {zone}")
+        assert read_timestamp(tmp_path)[0] is None
+    assert asked == []
+    (tmp_path / "timestamp.txt").write_text("2026-11-20 09:30:00 America/New_York")
+    assert read_timestamp(tmp_path)[0].hour == 14 and asked == ["America/New_York"]
+
+
+def test_work_where_nbgrader_does_not_look_fails_the_student_saying_what_was_found(
+        course_template, tmp_path):
+    course = copy_course(course_template, tmp_path / "course")
+    submit(course, "good", answer_key())
+    submit(course, "amy", answer_key())
+    (course / "submitted" / "amy" / "sdpa").rename(course / "submitted" / "amy" / "Sdpa")
+    (course / "submitted" / "bo").mkdir(parents=True)
+    (course / "submitted" / "bo" / "sdpa").write_text("not a folder")
+    submit(course, "cy", answer_key())
+    (course / "submitted" / "cy" / "sdpa" / "attention.ipynb").rename(
+        course / "submitted" / "cy" / "attention.ipynb")
+    (course / "submitted" / "cy" / "sdpa" / "timestamp.txt").unlink()
+    (course / "submitted" / "cy" / "sdpa" / "submission_secret.txt").unlink()
+    (course / "submitted" / "cy" / "sdpa").rmdir()
+    (course / "submitted" / "dan" / "hw2").mkdir(parents=True)  # another assignment's only
+    result = grade_course(course, workers=1)
+    assert set(result.records) == {"good", "amy", "bo", "cy"}
+    assert set(result.failed) == {"amy", "bo", "cy"}
+    assert "named Sdpa, not sdpa" in result.records["amy"]["error"]
+    assert "submitted/bo/sdpa is not a folder" in result.records["bo"]["error"]
+    assert "attention.ipynb is in submitted/cy/ itself" in result.records["cy"]["error"]
+    rows = {row["student_id"]: row for row in csv.DictReader(
+        (course / "reports" / "sdpa" / "grades.csv").open(encoding="utf-8"))}
+    for student in ("amy", "bo", "cy"):
+        assert rows[student]["status"] == "failed"
+        assert rows[student]["reason"] == result.records[student]["error"]
+    # renamed as it should be, amy is graded by the next run
+    (course / "submitted" / "amy" / "Sdpa").rename(course / "submitted" / "amy" / "sdpa")
+    again = grade_course(course, workers=1)
+    assert again.graded_now == ["amy"] and again.records["amy"]["status"] == "graded"

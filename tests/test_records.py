@@ -95,3 +95,32 @@ def test_forgetting_a_record_removes_only_that_student(tmp_path):
     records.forget_record(tmp_path, "ada")
     records.forget_record(tmp_path, "zed")  # nobody: nothing to do, no error
     assert set(records.load_records(tmp_path)) == {"ben"}
+
+
+@pytest.mark.parametrize("student", [
+    "a" * 247,  # `.json.tmp` after it: 256 bytes, one more than NAME_MAX
+    "a" * 255,
+    "é" * 120,  # 240 bytes in UTF-8
+    "😀" * 63 + "x",  # cut inside a character would not be text
+    ".hidden", "..", "-rf",
+    "x~" + "0" * 32,  # looks like a digested name: digested too, so never another's
+])
+def test_any_student_id_gets_a_record_file_of_its_own_and_is_loaded_back(tmp_path, student):
+    record = records.failed_record(student, "why", "f")
+    records.save_record(tmp_path, record)
+    path = records.record_path(tmp_path, student)
+    assert path.parent == records.results_dir(tmp_path) and path.is_file()
+    assert len(path.name.encode()) + len(".tmp") <= 255 and not path.name.startswith(".")
+    assert records.load_records(tmp_path) == {student: record}  # the id is the JSON's
+    records.forget_record(tmp_path, student)
+    assert records.load_records(tmp_path) == {}
+
+
+def test_short_ids_keep_their_plain_record_names_and_long_ones_a_readable_prefix(tmp_path):
+    assert records.record_path(tmp_path, "ada").name == "ada.json"  # as older runs wrote
+    assert records.record_path(tmp_path, "a" * 246).name == "a" * 246 + ".json"
+    long = records.record_path(tmp_path, "b" * 247).name
+    assert long.startswith("b" * 64 + "~") and long.endswith(".json")
+    assert records.record_path(tmp_path, "b" * 248) != records.record_path(tmp_path, "b" * 247)
+    lookalike = "x~" + "0" * 32
+    assert records.record_path(tmp_path, lookalike).name != f"{lookalike}.json"

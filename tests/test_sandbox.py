@@ -419,6 +419,20 @@ def test_a_forged_failure_reply_is_the_students_crash_never_the_kits_error(run, 
     assert sandbox.call("honest") == 2
 
 
+@pytest.mark.parametrize("value", [
+    {"a": ["<f8", [0, 2**70], 0, 0]},  # no bytes, but a shape numpy cannot build
+    {"a": ["<f3", [1], 0, 3]},  # a dtype numpy has no type of
+    {"g": ["<b8", 0, 8]},
+    {"a": ["|O8", [1], 0, 8]},
+])
+def test_a_forged_reply_with_a_value_numpy_refuses_is_the_students_crash(run, value):
+    sandbox = run(FORGER)
+    with pytest.raises(StudentDied, match="malformed reply") as died:
+        sandbox.call("forge", {"op": "reply", "ok": True, "value": value})
+    assert died.value.diagnosis == "crashed"
+    assert sandbox.call("honest") == 2
+
+
 @pytest.mark.parametrize("message", [
     {"op": "setup-failed", "message": "forged"},
     {"op": "exited", "status": 10**30, "cpu_seconds": 10**400},

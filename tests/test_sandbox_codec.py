@@ -105,3 +105,69 @@ def test_frames_with_bad_magic_or_oversized_lengths_are_rejected():
         codec.parse_header(codec.HEADER.pack(codec.MAGIC, 10, 1 << 30), 1 << 20)
     with pytest.raises(codec.MalformedMessage):
         codec.parse_json(b"[1, 2]")
+
+
+# Hostile fields for an array's [dtype, shape, offset, nbytes], as a forged reply may send
+# them: each must be refused as MalformedMessage, never as numpy's own ValueError/TypeError.
+HOSTILE_DTYPES = ["<f3", "<b8", "<i3", "<c4", "<u0", "<f0", "|V8", "|O8", "<M8", "<m8",
+                  "<U1", "|S1", "<f8\n", " <f8", "<f8 ", "f8", "", "<f99", "<i99",
+                  "[('a','<f8')]", "(2,)<f8", "<f8,<f8", 8, None, ["<f8"], {"d": "<f8"}]
+HOSTILE_SHAPES = [[0, 2**70], [2**70, 0], [0] + [2**40] * 2, [0, 2**62, 2], [-1], [2**70],
+                  [True], [1.0], ["1"], [None], [[1]], [1] * 33, "8", 8, None, {"d": []},
+                  [0, 10**4000]]
+HOSTILE_EXTENTS = [-1, 2**70, 1.0, "0", None, True, [0], 10**4000]
+
+
+def _array_doc(dtype="<f8", shape=(1,), offset=0, nbytes=8):
+    return {"a": [dtype, list(shape) if isinstance(shape, tuple) else shape, offset, nbytes]}
+
+
+@pytest.mark.parametrize("doc", [
+    *(_array_doc(dtype=d) for d in HOSTILE_DTYPES),
+    *(_array_doc(shape=s, nbytes=0) for s in HOSTILE_SHAPES),
+    *(_array_doc(shape=s) for s in HOSTILE_SHAPES),
+    *(_array_doc(offset=x) for x in HOSTILE_EXTENTS),
+    *(_array_doc(nbytes=x) for x in HOSTILE_EXTENTS),
+    *({"g": [d, 0, 8]} for d in HOSTILE_DTYPES),
+    {"g": ["<f8", -1, 8]}, {"g": ["<f8", 0, 16]}, {"g": ["<f8", 0]},
+    {"a": ["<f8", [1], 0]}, {"a": "<f8"}, {"a": None}, {"t": "ab"}, {"t": None},
+    {"d": [["a", 1, 2]]}, {"d": [["a"]]}, {"d": [[None, 1]]}, {"d": [[["a"], 1]]},
+    {"d": {"a": 1}}, {"d": [{"a": 1}]}, {"c": [1.0]}, {"c": [1, 2]}, {"c": [None, 1.0]},
+    {"c": "1+2j"}, {}, {"": 1}, 10**4000, -(10**4000), [10**4000],
+])
+def test_hostile_documents_are_only_ever_malformed_messages(doc):
+    with pytest.raises(codec.MalformedMessage):
+        codec.decode(doc, b"\0" * 16)
+    with pytest.raises(codec.MalformedMessage):
+        codec.decode(doc, b"\0" * 16, readonly=True)
+
+
+def test_an_empty_array_of_a_huge_but_buildable_shape_still_crosses():
+    zeros = codec.decode(_array_doc(shape=[0, 2**40], nbytes=0), b"")
+    assert zeros.shape == (0, 2**40) and zeros.dtype == np.float64
+
+
+@pytest.mark.parametrize("depth", [codec.MAX_DEPTH + 1, 500, 100_000])
+def test_nesting_deeper_than_the_limit_is_malformed_in_any_spelling(depth):
+    doc = 1
+    for _ in range(min(depth, 1000)):
+        doc = [doc]
+    with pytest.raises(codec.MalformedMessage):
+        codec.decode(doc, b"")
+    for opener, closer in ((b"[", b"]"), (b'{"t":[', b"]}")):
+        with pytest.raises(codec.MalformedMessage):  # the frame's JSON itself
+            codec.decode(codec.parse_json(b'{"v":' + opener * depth + b"1"
+                                          + closer * depth + b"}")["v"], b"")
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe", b"", b"{", b'{"v": 1' + b"0" * 5000 + b"}",
+                                 b'"text"', b"null", b"NaN", b'{"a": [1, 2,]}'])
+def test_a_frames_json_that_is_not_an_object_of_json_is_malformed(raw):
+    with pytest.raises(codec.MalformedMessage):
+        codec.parse_json(raw)
+
+
+@pytest.mark.parametrize("raw", [b"", b"SDPA", b"SDPA" + b"\0" * 30])
+def test_a_header_of_the_wrong_size_is_malformed(raw):
+    with pytest.raises(codec.MalformedMessage):
+        codec.parse_header(raw, 1 << 20)

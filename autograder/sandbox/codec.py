@@ -31,7 +31,8 @@ MAX_JSON_BYTES = 16 * 2**20
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
 MAX_INT_BITS = 10_000  # about 3000 digits, below Python's int-to-text limit
-_DTYPE_RE = re.compile(r"^[<>|=][biufc][0-9]{1,2}$")
+MAX_ARRAY_BYTES = 2**62  # what numpy can describe at all, counting a zero dimension as 1
+_DTYPE_RE = re.compile(r"[<>|=][biufc][0-9]{1,2}")  # fullmatch: no trailing newline
 _NUMPY_SCALAR_TYPES = frozenset(
     t for t in set(np.sctypeDict.values()) if np.dtype(t).kind in "biufc"
 )
@@ -48,7 +49,8 @@ class UnsupportedValue(Exception):
 
 
 class MalformedMessage(Exception):
-    """Bytes from the other side that do not follow this format."""
+    """Bytes from the other side that do not follow this format: the only exception
+    `decode`, `parse_header` and `parse_json` raise, whatever the bytes."""
 
 
 def type_name(value) -> str:
@@ -140,6 +142,8 @@ class _Decoder:
         if depth > MAX_DEPTH or self.items > MAX_ITEMS:
             raise MalformedMessage("value nested too deeply or too large")
         kind = type(doc)
+        if kind is int and doc.bit_length() > MAX_INT_BITS:
+            raise MalformedMessage("integer too long")  # as the encoder refuses it
         if doc is None or kind is bool or kind is int or kind is float:
             return doc
         if kind is str:
@@ -173,25 +177,42 @@ class _Decoder:
         raise MalformedMessage(f"unknown tag {tag!r}")
 
     def _array(self, dtype_str, shape, offset, nbytes) -> np.ndarray:
-        if type(dtype_str) is not str or not _DTYPE_RE.match(dtype_str):
-            raise MalformedMessage("bad dtype")
-        dtype = np.dtype(dtype_str)
-        if dtype.kind not in "biufc" or dtype.fields is not None:
-            raise MalformedMessage("bad dtype")
+        dtype = _dtype(dtype_str)
         if (type(shape) is not list or len(shape) > MAX_DEPTH
-                or any(type(n) is not int or n < 0 for n in shape)):
+                or any(type(n) is not int or not 0 <= n <= MAX_ARRAY_BYTES for n in shape)):
             raise MalformedMessage("bad shape")
         if type(offset) is not int or type(nbytes) is not int or offset < 0 or nbytes < 0:
             raise MalformedMessage("bad array extent")
-        count = 1
+        count, extent = 1, dtype.itemsize
         for n in shape:
             count *= n
+            extent *= max(n, 1)
+            if extent > MAX_ARRAY_BYTES:  # [0, 2**70]: no bytes, but no array numpy can make
+                raise MalformedMessage("bad shape")
         if count * dtype.itemsize != nbytes or offset + nbytes > len(self.blob):
             raise MalformedMessage("array size does not match its bytes")
         raw = self.blob[offset:offset + nbytes]
         # bytes give an array whose WRITEABLE flag cannot be turned back on.
         buffer = bytes(raw) if self.readonly else bytearray(raw)
-        return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
+        try:
+            return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
+        except (ValueError, TypeError, OverflowError, MemoryError) as exc:  # checked above
+            raise MalformedMessage(f"bad array ({type(exc).__name__})") from None
+
+
+def _dtype(dtype_str) -> np.dtype:
+    """A numeric or bool dtype from its `.str`; MalformedMessage for anything else (object,
+    void, structured, sub-array, or a size numpy has no type of: '<f3', '<b8')."""
+    if type(dtype_str) is not str or not _DTYPE_RE.fullmatch(dtype_str):
+        raise MalformedMessage("bad dtype")
+    try:
+        dtype = np.dtype(dtype_str)
+    except (TypeError, ValueError):
+        raise MalformedMessage("bad dtype") from None
+    if (dtype.kind not in "biufc" or dtype.fields is not None or dtype.subdtype is not None
+            or dtype.hasobject or dtype.itemsize == 0):
+        raise MalformedMessage("bad dtype")
+    return dtype
 
 
 def decode(doc, blob: bytes | bytearray, *, readonly: bool = False,
@@ -208,6 +229,8 @@ def pack(message: dict, blob: bytes | bytearray = b"") -> bytes:
 
 def parse_header(raw: bytes, max_bytes: int) -> tuple[int, int]:
     """Validate a frame header; return (JSON length, blob length)."""
+    if len(raw) != HEADER.size:
+        raise MalformedMessage("bad header")
     magic, json_len, blob_len = HEADER.unpack(raw)
     if magic != MAGIC:
         raise MalformedMessage("bad magic")

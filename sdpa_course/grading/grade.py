@@ -180,7 +180,8 @@ class _GradingRun:
                 path, self.notes[submission.student] = self.recorder.prepare(submission)
             except GradingFailed as err:
                 self.finish(records.failed_record(submission.student, str(err),
-                                                  submission.fingerprint()), timed=False)
+                                                  submission.fingerprint(), retry=err.retry),
+                            timed=False)
                 continue
             # the folder's student id, never the one the notebook claims
             self.pool.submit(submission.student, path,

@@ -11,7 +11,11 @@ from __future__ import annotations
 import importlib
 from contextlib import contextmanager
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook, MissingEntry, Student
+
+# nbgrader's schema holds a student id of at most this many characters: PostgreSQL and MySQL
+# refuse a longer one, SQLite stores it. The kit fails such a student on every database alike.
+MAX_STUDENT_ID_CHARS = Student.__table__.c.id.type.length
 
 # Modules of nbgrader (and of the kit) that open a Gradebook inside a preprocessor.
 _GRADEBOOK_USERS = (
@@ -60,6 +64,15 @@ def shared_gradebook(db_url: str, course_id: str = ""):
         for module, original in zip(modules, saved, strict=True):
             module.Gradebook = original
         gradebook.close()
+
+
+def student_id_refused(student: str) -> str:
+    """Why nbgrader's gradebook cannot hold `student` as an id, or ""."""
+    if len(student) > MAX_STUDENT_ID_CHARS:
+        return (f"the student id (the folder's name) is {len(student)} characters long; "
+                f"nbgrader's gradebook holds ids of at most {MAX_STUDENT_ID_CHARS}: rename "
+                "the folder to the student's id and grade again")
+    return ""
 
 
 def has_submission(gradebook: Gradebook, assignment: str, student: str) -> bool:

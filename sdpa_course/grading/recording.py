@@ -23,11 +23,13 @@ from sdpa_course.assignment import METADATA_KEY
 from sdpa_course.course.directory import Course
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.grading.feedback import FeedbackWriter
-from sdpa_course.grading.gradebook import clear_failed_submission
+from sdpa_course.grading.gradebook import clear_failed_submission, student_id_refused
 from sdpa_course.grading.submissions import (
+    TIMESTAMP_FILE,
     Submission,
     copy_regular_files,
     read_submitted_notebook,
+    read_timestamp,
 )
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
 
@@ -84,6 +86,7 @@ class SubmissionRecorder:
             raise KitError("this course's Autograde.autograde_preprocessors has no EngineGrades")
         self.feedback = FeedbackWriter(course)
         self._sanitized: dict = {}
+        self._timestamps: dict = {}  # each prepared submission's time (None: it has none)
         notebook = gradebook.find_notebook(course.notebook, course.assignment)
         self.grade_ids = {cell.name for cell in notebook.grade_cells}
         self.cell_ids = self.grade_ids | {cell.name for cell in notebook.solution_cells}
@@ -110,7 +113,20 @@ class SubmissionRecorder:
         return self.course.folder("autograded", student) / f"{self.course.notebook}.ipynb"
 
     def prepare(self, submission: Submission) -> tuple[Path, list[str]]:
-        """nbgrader's sanitising pass; the path the engine grades and any warnings."""
+        """nbgrader's sanitising pass; the path the engine grades and any warnings.
+
+        GradingFailed for a submission nbgrader cannot take (its id, its notebook), and for
+        one whose autograded folder cannot be written (retried by the next run)."""
+        refused = submission.misplaced or student_id_refused(submission.student)
+        if refused:
+            raise GradingFailed(refused)
+        try:
+            return self._prepare(submission)
+        except OSError as err:
+            raise GradingFailed(f"the kit could not write this student's autograded folder: "
+                                f"{err.strerror or err}", retry=True) from None
+
+    def _prepare(self, submission: Submission) -> tuple[Path, list[str]]:
         nb, warnings = read_submitted_notebook(submission, self.cell_ids, self.grade_ids,
                                                self.locked_sources, self.release_metadata)
         dest = self.course.folder("autograded", submission.student)
@@ -122,10 +138,19 @@ class SubmissionRecorder:
         # (never through a symbolic link: see copy_regular_files)
         ignore = [*self.course.coursedir.ignore, "*.ipynb"]
         for folder in (submission.folder, self.source_dir):
-            skipped = copy_regular_files(folder, dest, ignore)
+            skipped = copy_regular_files(folder, dest, ignore + [TIMESTAMP_FILE])
             if skipped and folder == submission.folder:
                 warnings = [*warnings, "not copied (symbolic links or special files): "
                             + ", ".join(sorted(skipped)[:5])]
+        # timestamp.txt: read here once, safely (never nbgrader's get_existing_timestamp,
+        # which hangs on a FIFO and stops the run on text it cannot parse); autograded/ gets
+        # the text when nbgrader can read it, else an empty file, nbgrader's "no time"
+        when, text, unusable = read_timestamp(submission.folder)
+        if text is not None:
+            (dest / TIMESTAMP_FILE).write_text(text, encoding="utf-8")
+        if unusable:
+            warnings = [*warnings, unusable]
+        self._timestamps[submission.student] = when
         resources = self._resources(submission.student, submission.folder)
         try:
             for step in self.sanitize_steps:
@@ -141,7 +166,10 @@ class SubmissionRecorder:
         """nbgrader's autograding pass with the engine's report, then the feedback."""
         student = submission.student
         self.gradebook.update_or_create_student(student)
-        timestamp = self.course.coursedir.get_existing_timestamp(str(submission.folder))
+        if student in self._timestamps:
+            timestamp = self._timestamps.pop(student)
+        else:  # recorded without being prepared in this process
+            timestamp = read_timestamp(submission.folder)[0]
         if timestamp:
             self.gradebook.update_or_create_submission(
                 self.course.assignment, student, timestamp=timestamp)
@@ -179,6 +207,7 @@ class SubmissionRecorder:
     def forget(self, student: str) -> str:
         """A failed student: nothing stale left behind, no score of 0 in the gradebook."""
         self._sanitized.pop(student, None)
+        self._timestamps.pop(student, None)
         for step in ("autograded", "feedback"):
             folder = self.course.folder(step, student)
             if folder.exists():

@@ -12,16 +12,17 @@ neither add a graded cell nor change what one is worth.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
-import shutil
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from nbgrader.utils import find_all_files
+from nbgrader.utils import find_all_files, parse_utc
 
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.errors import GradingFailed, KitError
@@ -29,6 +30,12 @@ from sdpa_course.nbgrader_ext.variants import COURSE_LINE, embedded_key
 
 TIMESTAMP_FILE = "timestamp.txt"
 MAX_NOTEBOOK_BYTES = 20 * 2**20  # far above any real notebook of this assignment
+MAX_TIMESTAMP_BYTES = 256  # `nbgrader submit` writes about 30: "2026-11-20 09:30:00.000000 UTC"
+_COPY_CHUNK = 2**20
+# The zone of a "date time zone" timestamp, which nbgrader's parse_utc hands to dateutil's
+# gettz: an offset or a zoneinfo name ("UTC", "America/New_York"), never a path gettz would
+# open (an absolute one, `..`): /proc/kmsg, a regular file to `isfile`, blocks its reader.
+_ZONE = re.compile(r"[+-]?[0-9]{1,4}|[A-Za-z0-9_+-]{1,64}(?:/[A-Za-z0-9_+-]{1,64}){0,3}")
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,7 @@ class Submission:
     student: str
     folder: Path  # submitted/<student>/<assignment>
     notebook: Path  # folder / "<notebook>.ipynb"
+    misplaced: str = ""  # why the student's work is not where nbgrader looks (then failed)
 
     def fingerprint(self) -> str:
         """Changes when the student submits again (notebook bytes or timestamp)."""
@@ -54,12 +62,91 @@ def _fingerprint_bytes(path: Path) -> bytes:
     except OSError:
         return b"<missing>"
     if stat.S_ISLNK(info.st_mode):
-        return b"<link>" + os.fsencode(os.readlink(path))
+        try:
+            return b"<link>" + os.fsencode(os.readlink(path))
+        except OSError:
+            return b"<link>"
     if not stat.S_ISREG(info.st_mode):
         return b"<special>"
     if info.st_size > MAX_NOTEBOOK_BYTES:
         return b"<large>" + str((info.st_size, info.st_mtime_ns)).encode()
-    return path.read_bytes()
+    try:
+        return read_regular(path, MAX_NOTEBOOK_BYTES)
+    except OSError:
+        return b"<unreadable>"
+
+
+def open_regular(path: Path) -> int:
+    """A descriptor of the regular file at `path`, or OSError: a symbolic link is not followed
+    and a FIFO is not waited on (opened without blocking, then refused like a device), so no
+    file a student made can hang or flood the grader, even one swapped in after a check."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """At most `max_bytes` + 1 bytes of the regular file at `path` (`open_regular`): one more
+    than allowed says it is too long."""
+    fd = open_regular(path)
+    try:
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, _COPY_CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_timestamp(folder: Path) -> tuple[datetime.datetime | None, str | None, str]:
+    """The submission time in `folder`'s timestamp.txt: (time, its text, warning).
+
+    Read as `open_regular` reads (a FIFO, a link to /dev/zero, a device: never opened through)
+    and at most `MAX_TIMESTAMP_BYTES`, then parsed by nbgrader's own `parse_utc`. No file:
+    (None, None, ""), as nbgrader. A file with no time nbgrader can read: (None, "", why), and
+    the submission is graded without a time (nbgrader would stop the whole run or hang).
+    """
+    path = folder / TIMESTAMP_FILE
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return None, None, ""
+    except OSError:
+        pass  # open_regular says why
+    unusable = f"{TIMESTAMP_FILE} holds no submission time nbgrader can read"
+    try:
+        raw = read_regular(path, MAX_TIMESTAMP_BYTES)
+    except OSError:
+        return None, "", (f"{TIMESTAMP_FILE} is not a plain file (a link, a FIFO or a device):"
+                          " graded without a submission time")
+    if len(raw) > MAX_TIMESTAMP_BYTES:
+        return None, "", (f"{unusable} (more than {MAX_TIMESTAMP_BYTES} bytes): graded without "
+                          "a submission time")
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None, "", f"{unusable} (it is not text): graded without a submission time"
+    if not text:
+        return None, "", f"{unusable} (it is empty): graded without a submission time"
+    parts = text.split(" ")
+    if len(parts) == 3 and not _ZONE.fullmatch(parts[2]):
+        return None, "", f"{unusable} (its time zone): graded without a submission time"
+    try:
+        when = parse_utc(text)
+    except Exception:  # noqa: BLE001 - dateutil raises ValueError, OverflowError, TypeError...
+        when = None
+    if not isinstance(when, datetime.datetime):
+        return None, "", f"{unusable}: graded without a submission time"
+    return when, text, ""
 
 
 def _not_text(name: str) -> bool:
@@ -71,8 +158,34 @@ def _not_text(name: str) -> bool:
     return False
 
 
+def _misplaced(student_dir: Path, assignment: str, notebook: str) -> str:
+    """Why `student_dir` holds this assignment's work where nbgrader does not look for it
+    (`Sdpa/`, `sdpa` as a file, the notebook beside it), or "" when it holds none at all."""
+    folder = f"submitted/{student_dir.name}/{assignment}"
+    try:
+        names = sorted(os.listdir(student_dir))
+    except OSError:
+        return ""
+    if assignment in names:  # there, but not a folder (a folder behind a link is one)
+        return (f"{folder} is not a folder (a file, or a link to none): put "
+                f"{notebook}.ipynb in a folder named {assignment}")
+    other_case = [name for name in names if name.casefold() == assignment.casefold()]
+    if other_case:
+        return (f"the assignment's folder is named {other_case[0]}, not {assignment}: rename "
+                f"it to {assignment} (nbgrader reads that name only)")
+    if f"{notebook}.ipynb" in names:
+        return (f"{notebook}.ipynb is in submitted/{student_dir.name}/ itself, not in "
+                f"{folder}/: move it there")
+    return ""
+
+
 def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> list[Submission]:
     """Every `submitted/<student>/<assignment>/` folder, sorted by student id.
+
+    A student folder holding the assignment where nbgrader does not look (`Sdpa/`, `sdpa` as
+    a plain file, the notebook beside the folder) is a Submission too, `misplaced` saying so:
+    that student is failed with the reason, never skipped without a word. A student folder
+    with none of it is a student of other assignments only, and skipped.
 
     KitError, before anything is graded, for a student folder whose name is not UTF-8 text:
     no student id can be made of it (the variant's key, the gradebook, the exports are text).
@@ -82,12 +195,16 @@ def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> lis
     found, unnamed = [], []
     for student_dir in sorted(submitted_dir.iterdir()):
         folder = student_dir / assignment
-        if student_dir.name.startswith(".") or not folder.is_dir():
+        if student_dir.name.startswith(".") or not student_dir.is_dir():
             continue
+        misplaced = "" if folder.is_dir() else _misplaced(student_dir, assignment, notebook)
+        if not folder.is_dir() and not misplaced:
+            continue  # a student of other assignments only
         if _not_text(student_dir.name):
             unnamed.append(os.fsencode(student_dir.name))
             continue
-        found.append(Submission(student_dir.name, folder, folder / f"{notebook}.ipynb"))
+        found.append(Submission(student_dir.name, folder, folder / f"{notebook}.ipynb",
+                                misplaced))
     if unnamed:
         shown = ", ".join(repr(name)[1:] for name in unnamed[:5])  # b'..' -> '..': ASCII only
         more = f" and {len(unnamed) - 5} more" if len(unnamed) > 5 else ""
@@ -163,10 +280,22 @@ def copy_regular_files(source: Path, dest: Path, ignore: list[str]) -> list[str]
         if not stat.S_ISREG(mode):
             skipped.append(str(relative))
             continue
-        target = dest / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target, follow_symlinks=False)
+        try:
+            _copy_regular(path, dest / relative)
+        except OSError:  # gone, swapped for a FIFO, a name too long for `dest`...
+            skipped.append(str(relative))
     return skipped
+
+
+def _copy_regular(path: Path, target: Path) -> None:
+    fd = open_regular(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as out:
+            while chunk := os.read(fd, _COPY_CHUNK):
+                out.write(chunk)
+    finally:
+        os.close(fd)
 
 
 def symlink_in(submission: Submission) -> Path | None:
@@ -177,10 +306,10 @@ def symlink_in(submission: Submission) -> Path | None:
     return None
 
 
-def json_break(path: Path) -> str:
+def json_break(content: bytes) -> str:
     """Where a notebook's JSON breaks: `line 12, column 5 (Expecting ',' delimiter)`, or ""."""
     try:
-        json.loads(path.read_bytes().decode("utf-8-sig"))
+        json.loads(content.decode("utf-8-sig"))
     except UnicodeDecodeError as err:
         return f"byte {err.start} is not UTF-8 text"
     except json.JSONDecodeError as err:
@@ -214,10 +343,17 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise GradingFailed(f"{path.name} is {path.stat().st_size // 2**20} MB, more than the "
                             f"{MAX_NOTEBOOK_BYTES // 2**20} MB a notebook may have")
+    try:  # read once, as checked: a file swapped for a FIFO since is refused, not waited on
+        content = read_regular(path, MAX_NOTEBOOK_BYTES)
+    except OSError as err:
+        raise GradingFailed(f"{path.name} cannot be read: {err.strerror or err}") from None
+    if len(content) > MAX_NOTEBOOK_BYTES:
+        raise GradingFailed(f"{path.name} is more than the {MAX_NOTEBOOK_BYTES // 2**20} MB "
+                            "a notebook may have")
     try:
-        nb = nbformat.read(str(path), as_version=4)
-    except Exception as err:  # broken JSON, not a notebook, unknown nbformat
-        where = json_break(path)
+        nb = nbformat.reads(content.decode("utf-8-sig"), as_version=4)
+    except Exception as err:  # broken JSON, not UTF-8, not a notebook, unknown nbformat
+        where = json_break(content)
         if where:
             raise GradingFailed(f"{path.name} is not a readable notebook: its JSON breaks at "
                                 f"{where}. Reopen it in Jupyter or download it again.") from None

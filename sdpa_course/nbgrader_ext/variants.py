@@ -104,7 +104,8 @@ def notebook_numbers_key(path: Path) -> str:
                 source = cell.get("source", "")
                 source = "".join(source) if isinstance(source, list) else str(source)
                 return embedded_key(source) or ""
-    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError,
+            MemoryError):  # whatever the file holds: nested too deeply, a 5000-digit number...
         pass
     return ""
 

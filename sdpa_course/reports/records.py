@@ -3,14 +3,26 @@
 One JSON file per student under `reports/<assignment>/results/`, written last (after the
 gradebook and the feedback) and atomically: a student with a record is done; a run stopped
 half-way leaves no record for the student it was on, who is graded again next time.
+
+The file is `<id>.json` when the id makes a plain file name with room for the temporary
+`.json.tmp` within the file system's NAME_MAX; any other id (a 250-byte folder name, a leading
+dot) gets a readable prefix and a digest of the whole id (`record_path`). The id itself is
+kept inside the JSON, which is what `load_records` reads, so either name resumes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import time
 from pathlib import Path
+
+_SUFFIX, _TMP = ".json", ".tmp"
+_PREFIX_BYTES = 64  # of a long id, kept in its record's name for a person listing the folder
+_DIGEST_CHARS = 32
+_DIGESTED = re.compile(rf".*~[0-9a-f]{{{_DIGEST_CHARS}}}", re.S)  # a name `record_path` makes
 
 GRADED = "graded"
 FAILED = "failed"
@@ -57,11 +69,34 @@ def results_dir(reports_dir: Path) -> Path:
     return reports_dir / "results"
 
 
-def save_record(reports_dir: Path, record: dict) -> None:
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255  # Linux's, and most file systems'
+
+
+def record_path(reports_dir: Path, student: str) -> Path:
+    """Where `student`'s record is: `<id>.json`, or for an id that cannot be a file name with
+    its suffixes, `<first 64 bytes>~<digest of the id>.json` (never another id's name: a plain
+    id that looks like such a name is digested too)."""
     folder = results_dir(reports_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{record['student']}.json"
-    tmp = path.with_suffix(".json.tmp")
+    name = os.fsencode(student)
+    limit = _name_max(folder if folder.is_dir() else reports_dir if reports_dir.is_dir()
+                      else Path("/"))
+    if (name and not name.startswith(b".") and b"/" not in name and b"\0" not in name
+            and len(name) + len(_SUFFIX + _TMP) <= limit and not _DIGESTED.fullmatch(student)):
+        return folder / f"{student}{_SUFFIX}"
+    digest = hashlib.sha256(name).hexdigest()[:_DIGEST_CHARS]
+    prefix = name[:_PREFIX_BYTES].decode("utf-8", "ignore")  # whole characters only
+    prefix = prefix.replace("/", "_").replace("\0", "_").lstrip(".")
+    return folder / f"{prefix}~{digest}{_SUFFIX}"
+
+
+def save_record(reports_dir: Path, record: dict) -> None:
+    path = record_path(reports_dir, record["student"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + _TMP)
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
     os.replace(tmp, path)
 
@@ -79,4 +114,4 @@ def load_records(reports_dir: Path) -> dict[str, dict]:
 
 
 def forget_record(reports_dir: Path, student: str) -> None:
-    (results_dir(reports_dir) / f"{student}.json").unlink(missing_ok=True)
+    record_path(reports_dir, student).unlink(missing_ok=True)
