@@ -155,6 +155,23 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
             assert not _passes(memory, Student(spoiled, variant=variant)), row
 
 
+@pytest.mark.parametrize("variant", MEMORY_VARIANTS, ids=IDS[:4])
+def test_a_catalogued_slip_keeps_the_memory_point_that_its_value_tests_do_not_give(variant):
+    """One mistake costs only what it breaks: the memory test accepts what a catalogued slip
+    computes (the value tests charge the slip), never the queries or a row spoiled alone."""
+    memory = test_ex4.test_blockwise_memory_stays_far_below_one_score_matrix
+    for slip in (p.BLOCKWISE_NO_RESCALE, p.BLOCKWISE_PER_BLOCK_NORMALISER,
+                 p.BLOCKWISE_CAUSAL_OFF_BY_ONE, p.BLOCKWISE_CAUSAL_IGNORED):
+        assert _passes(memory, Student(slip, variant=variant)), slip
+    (Q, K, V), causal = test_ex4.memory_inputs(variant)[1]
+    rows = test_ex4.memory_rows(variant)[1]
+    assert causal and not test_ex4.slip_explains(Q[rows, :V.shape[1]], Q, K, V, causal, rows)
+    right = test_ex4.rows_expected(Q, K, V, causal, rows)  # (16, d_v)
+    assert test_ex4.slip_explains(right, Q, K, V, causal, rows)
+    right[3] += 0.01
+    assert not test_ex4.slip_explains(right, Q, K, V, causal, rows)
+
+
 def test_the_compared_rows_are_the_edges_and_drawn_for_each_student():
     seen = set()
     for variant in VARIANTS:

@@ -44,8 +44,9 @@ SCALES = {"sqrt(d_k)": "", "none": "no-scaling", "d_k": "wrong-scale"}
 
 
 def blockwise_model(Q, K, V, block, *, rescale="both", normaliser="at the end",
-                    scale="sqrt(d_k)"):
-    """out of a blockwise attention without a mask, with the named steps (right by default)."""
+                    scale="sqrt(d_k)", mask=None):
+    """out of a blockwise attention with the named steps (right by default); `mask` (n, m),
+    True = masked out, hides keys (a row masked whole gives NaN, as the loop would)."""
     (n, d_k), (m, d_v) = Q.shape, V.shape
     factor = {"sqrt(d_k)": 1 / math.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k}[scale]
     running_max = np.full(n, -np.inf)  # (n,)
@@ -54,6 +55,8 @@ def blockwise_model(Q, K, V, block, *, rescale="both", normaliser="at the end",
     per_block = []  # each block's own softmax @ V, for the per-block normalisers
     for k0 in range(0, m, block):
         scores = Q @ K[k0:k0 + block].T * factor  # (n, d_k) @ (d_k, b) -> (n, b)
+        if mask is not None:
+            scores = np.where(mask[:, k0:k0 + block], -np.inf, scores)  # (n, b)
         new_max = np.maximum(running_max, scores.max(axis=-1))  # (n,)
         weights = np.exp(scores - new_max[:, None])  # (n, b)
         per_block.append(weights @ V[k0:k0 + block] / weights.sum(axis=-1, keepdims=True))
@@ -70,6 +73,12 @@ def blockwise_model(Q, K, V, block, *, rescale="both", normaliser="at the end",
     if normaliser == "mean of blocks":
         return np.mean(per_block, axis=0)  # (n, d_v)
     return acc if normaliser == "inside the loop" else acc / total[:, None]  # (n, d_v)
+
+
+def slip_models() -> list[dict]:
+    """Keyword arguments of `blockwise_model` for every catalogued way to get the online
+    softmax wrong (and the right one first)."""
+    return [kwargs for _, _, kwargs in _models()]
 
 
 @cache
