@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import html
 import io
 import json
 import os
@@ -617,21 +618,48 @@ def test_nbgrader_metadata_edited_on_the_releases_cells_is_put_back_as_released(
             assert gb.find_submission("sdpa", student).max_score == 22, student
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")
-def test_a_student_folder_not_named_in_utf8_stops_the_run_before_grading_saying_which(
-        tmp_path, capsys):
-    from sdpa_course.errors import KitError
-    from sdpa_course.grading.submissions import find_submissions
+def _exports(course: Path) -> dict:
+    """Every export of a run by student id: grades.csv and scores.csv rows, the class report."""
+    report = course / "reports" / "sdpa"
+    return {
+        "grades": {row["student_id"]: row for row in csv.DictReader(
+            (report / "grades.csv").open(encoding="utf-8"))},
+        "scores": {row["student"]: row for row in csv.DictReader(
+            (report / "scores.csv").open(encoding="utf-8"))},
+        "html": (report / "class_report.html").read_text(encoding="utf-8"),
+    }
 
-    for name in (b"amy", b"bad\xffname"):
-        os.makedirs(os.fsencode(tmp_path) + b"/" + name + b"/sdpa")
-    with pytest.raises(KitError) as err:
-        find_submissions(tmp_path, "sdpa", "attention")
-    message = str(err.value)
-    assert "bad\\xffname" in message and "Rename" in message
-    message.encode("ascii")  # printable on any terminal: no stray bytes left in it
-    os.rename(os.fsencode(tmp_path) + b"/bad\xffname", os.fsencode(tmp_path) + b"/bo")
-    assert [s.student for s in find_submissions(tmp_path, "sdpa", "attention")] == ["amy", "bo"]
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")
+def test_a_student_folder_not_named_in_utf8_is_failed_and_everyone_else_graded(
+        course_template, tmp_path, capsys):
+    course = copy_course(course_template, tmp_path / "course")
+    submit(course, "amy", answer_key())
+    submit(course, "zed", answer_key())
+    bad = os.fsencode(course / "submitted") + b"/bad\xffname"
+    os.rename(os.fsencode(course / "submitted" / "zed"), bad)
+    assert grade_class(course, as_json=True) == 1
+    shown = json.loads(capsys.readouterr().out)["students"]
+    escaped = "bad\\xffname"  # the name's stray byte shown, never sent
+    assert set(shown) == {"amy", escaped}
+    assert shown["amy"]["status"] == "graded"
+    assert shown[escaped]["status"] == "failed" and shown[escaped]["score"] is None
+    assert "not UTF-8" in shown[escaped]["error"] and escaped in shown[escaped]["error"]
+    exports = _exports(course)
+    for name in ("grades", "scores"):
+        assert set(exports[name]) == {"amy", escaped}, name
+        assert exports[name][escaped]["status"] == "failed"
+        assert "not UTF-8" in exports[name][escaped]["reason"]
+    assert escaped in exports["html"]
+    with gradebook(course) as gb:
+        assert [s.id for s in gb.students] == ["amy"]  # the gradebook never sees that id
+    assert not (course / "autograded" / escaped).exists()
+    assert grade_class(course) == 1  # the table: the id escaped; the record resumes
+    out = capsys.readouterr().out
+    assert escaped in out and "0 graded, 0 failed; 2 already recorded" in out
+    os.rename(bad, os.fsencode(course / "submitted" / "zed"))
+    again = grade_course(course, workers=1)
+    assert again.records["zed"]["status"] == "graded" and again.graded_now == ["zed"]
 
 
 # -- student folders and files nbgrader would choke on ------------------------------------------
@@ -756,3 +784,100 @@ def test_work_where_nbgrader_does_not_look_fails_the_student_saying_what_was_fou
     (course / "submitted" / "amy" / "Sdpa").rename(course / "submitted" / "amy" / "sdpa")
     again = grade_course(course, workers=1)
     assert again.graded_now == ["amy"] and again.records["amy"]["status"] == "graded"
+
+
+def test_notebooks_beside_the_folder_and_hidden_student_folders_are_failed_not_skipped(
+        course_template, tmp_path):
+    course = copy_course(course_template, tmp_path / "course")
+    submit(course, "good", answer_key())
+    (course / "submitted" / "eve").mkdir(parents=True)  # a browser's re-download, no sdpa/
+    nbformat.write(answer_key(), str(course / "submitted" / "eve" / "attention (1).ipynb"))
+    submit(course, ".hidden", answer_key())  # nbgrader's glob submitted/*/ skips it
+    (course / "submitted" / ".git" / "objects").mkdir(parents=True)  # no student at all
+    result = grade_course(course, workers=1)
+    assert set(result.records) == {"good", "eve", ".hidden"}
+    assert set(result.failed) == {"eve", ".hidden"}
+    assert "attention (1).ipynb" in result.records["eve"]["error"]
+    assert "no submitted/eve/sdpa/ folder" in result.records["eve"]["error"]
+    assert "hidden" in result.records[".hidden"]["error"]
+    exports = _exports(course)
+    for student in ("eve", ".hidden"):
+        assert exports["grades"][student]["reason"] == result.records[student]["error"]
+        assert exports["scores"][student]["status"] == "failed"
+        assert html.escape(result.records[student]["error"]) in exports["html"]
+    with gradebook(course) as gb:
+        assert sorted(s.id for s in gb.students) == ["good"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="FIFOs")
+def test_a_notebook_that_is_a_folder_or_a_fifo_is_failed_saying_what_it_is(tmp_path):
+    from sdpa_course.errors import GradingFailed
+    from sdpa_course.grading.submissions import Submission, read_submitted_notebook
+
+    for make, said in ((os.mkdir, "is a folder, not a notebook file"),
+                       (os.mkfifo, "is not a regular file")):
+        folder = tmp_path / make.__name__ / "sdpa"
+        folder.mkdir(parents=True)
+        make(folder / "attention.ipynb")
+        with pytest.raises(GradingFailed) as err:
+            read_submitted_notebook(Submission("kim", folder, folder / "attention.ipynb"),
+                                    {"ex1_answer"}, set())
+        assert said in str(err.value) and "no attention.ipynb" not in str(err.value)
+
+
+def test_files_above_nbgraders_max_file_size_are_not_copied_and_reported(small_class):
+    from sdpa_course.grading.submissions import copy_regular_files
+
+    with (small_class / "nbgrader_config.py").open("a") as fh:
+        fh.write("\nc.CourseDirectory.max_file_size = 2  # KB\n")
+    submit(small_class, "kim", answer_key())
+    folder = small_class / "submitted" / "kim" / "sdpa"
+    (folder / "small.txt").write_bytes(b"x" * 2000)  # at the limit: copied, as nbgrader does
+    (folder / "data").mkdir()
+    (folder / "data" / "big.bin").write_bytes(b"x" * 2001)
+    record = grade_course(small_class, workers=1).records["kim"]
+    assert record["status"] == "graded", record["error"]
+    autograded = small_class / "autograded" / "kim" / "sdpa"
+    assert (autograded / "small.txt").stat().st_size == 2000
+    assert not (autograded / "data" / "big.bin").exists()
+    said = [w for w in record["warnings"] if "max_file_size" in w]
+    assert len(said) == 1 and "data/big.bin" in said[0] and "small.txt" not in said[0]
+    assert said[0] in _exports(small_class)["scores"]["kim"]["reason"]
+    # a sparse file: a terabyte by its size, nothing on disk, never read
+    (tmp := small_class / "sparse").mkdir()
+    with (tmp / "huge.bin").open("wb") as fh:
+        fh.truncate(2**40)
+    skipped = copy_regular_files(tmp, small_class / "out", [], 1000 * 100000)
+    assert skipped.too_large == ["huge.bin"] and not (small_class / "out" / "huge.bin").exists()
+
+
+@pytest.mark.parametrize("stamp", ["garbage", ""])
+def test_a_submission_time_the_kit_cannot_read_is_flagged_in_every_export(
+        course_template, tmp_path, capsys, stamp):
+    course = copy_course(course_template, tmp_path / "course")
+    submit(course, "ok", answer_key())
+    submit(course, "odd", answer_key(), timestamp=stamp)
+    assert grade_class(course, as_json=True) == 0
+    shown = json.loads(capsys.readouterr().out)["students"]
+    assert shown["ok"]["check_by_hand"] == []
+    check = shown["odd"]["check_by_hand"]
+    assert len(check) == 1 and "late penalty not applied: check the time by hand" in check[0]
+    assert shown["odd"]["status"] == "graded" and shown["odd"]["score"] == shown["ok"]["score"]
+    exports = _exports(course)
+    assert exports["grades"]["ok"]["needs_review"] == "no"
+    assert exports["grades"]["odd"]["needs_review"] == "yes"
+    assert check[0] in exports["grades"]["odd"]["reason"]
+    assert check[0] in exports["scores"]["odd"]["reason"]
+    assert "Submissions to check by hand: 1" in exports["html"]
+    assert html.escape(check[0]) in exports["html"]
+    assert grade_class(course) == 0  # the table, from the records
+    table = capsys.readouterr().out
+    odd = next(line for line in table.splitlines() if line.startswith("odd "))
+    assert "CHECK BY HAND" in odd and "late penalty not applied" in odd
+    assert "To check by hand (1, see their notes): odd" in table
+    out = tmp_path / "export.csv"  # nbgrader export, through the kit's plugin, too
+    done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "export", "--to",
+                           str(out)], cwd=course, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    rows = {row["student_id"]: row for row in csv.DictReader(out.open(encoding="utf-8"))}
+    assert rows["ok"]["reason"] == "" and check[0] in rows["odd"]["reason"]

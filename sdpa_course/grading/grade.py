@@ -113,6 +113,7 @@ class ClassResult:
             "students": {
                 student: {key: record.get(key) for key in keys}
                 | {"warnings": record.get("warnings", []),
+                   "check_by_hand": records.to_check(record),
                    "hand_graded": self.marks.get(student, {}).get("written", {})}
                 for student, record in sorted(self.records.items())
             },
@@ -215,7 +216,8 @@ class _GradingRun:
                 outcome.key, f"recording in nbgrader failed: {type(err).__name__}: {err}",
                 fingerprint, retry=True, warnings=notes))
         else:
-            self.finish(records.graded_record(outcome.key, outcome.report, fingerprint, notes))
+            self.finish(records.graded_record(outcome.key, outcome.report, fingerprint, notes,
+                                              self.recorder.to_check.pop(outcome.key, [])))
 
     def finish(self, record: dict, *, timed: bool = True) -> None:
         student = record["student"]
@@ -366,6 +368,8 @@ def _print_summary(result: ClassResult, stream) -> None:
             pending = [name for name, mark in written.items() if mark["score"] is None]
             if pending:
                 notes += ("; " if notes else "") + f"pending hand grading: {', '.join(pending)}"
+            for item in records.to_check(record):
+                notes += ("; " if notes else "") + f"CHECK BY HAND: {item}"
         else:
             score, notes = "-", record["error"] or ""
         print(f"{ids[student]:<{width}}  {record['status']:<7}  {score:>11}  "
@@ -382,6 +386,10 @@ def _print_summary(result: ClassResult, stream) -> None:
           + (f", {len(result.missing)} missing" if result.missing else "")
           + f". This run: {graded_now} graded, {failed_now} failed; {earlier} already recorded.",
           file=stream)
+    to_check = [s for s, r in result.records.items() if records.to_check(r)]
+    if to_check:
+        print(f"To check by hand ({len(to_check)}, see their notes): "
+              f"{', '.join(id_for_terminal(s) for s in to_check)}", file=stream)
     if result.refreshed:
         print(f"Feedback regenerated for new hand marks: "
               f"{', '.join(id_for_terminal(s) for s in result.refreshed)}", file=stream)

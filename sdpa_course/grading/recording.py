@@ -87,6 +87,9 @@ class SubmissionRecorder:
         self.feedback = FeedbackWriter(course)
         self._sanitized: dict = {}
         self._timestamps: dict = {}  # each prepared submission's time (None: it has none)
+        # what a person must check in each prepared submission (a time the kit could not
+        # read: no late penalty was applied); taken by the run into the student's record
+        self.to_check: dict[str, list[str]] = {}
         notebook = gradebook.find_notebook(course.notebook, course.assignment)
         self.grade_ids = {cell.name for cell in notebook.grade_cells}
         self.cell_ids = self.grade_ids | {cell.name for cell in notebook.solution_cells}
@@ -108,6 +111,12 @@ class SubmissionRecorder:
                 "db_url": self.course.db_url,
             },
         }
+
+    def max_file_bytes(self) -> int | None:
+        """nbgrader's CourseDirectory.max_file_size (kilobytes of 1000 bytes, as nbgrader
+        counts them) in bytes; None when it is 0 (no limit, as in nbgrader)."""
+        size = self.course.coursedir.max_file_size
+        return 1000 * size if size else None
 
     def autograded_notebook(self, student: str) -> Path:
         return self.course.folder("autograded", student) / f"{self.course.notebook}.ipynb"
@@ -137,11 +146,11 @@ class SubmissionRecorder:
         # source's own files over them, minus the course's ignore patterns
         # (never through a symbolic link: see copy_regular_files)
         ignore = [*self.course.coursedir.ignore, "*.ipynb"]
+        max_bytes = self.max_file_bytes()
         for folder in (submission.folder, self.source_dir):
-            skipped = copy_regular_files(folder, dest, ignore + [TIMESTAMP_FILE])
-            if skipped and folder == submission.folder:
-                warnings = [*warnings, "not copied (symbolic links or special files): "
-                            + ", ".join(sorted(skipped)[:5])]
+            skipped = copy_regular_files(folder, dest, ignore + [TIMESTAMP_FILE], max_bytes)
+            if folder == submission.folder:
+                warnings = [*warnings, *skipped.warnings(max_bytes)]
         # timestamp.txt: read here once, safely (never nbgrader's get_existing_timestamp,
         # which hangs on a FIFO and stops the run on text it cannot parse); autograded/ gets
         # the text when nbgrader can read it, else an empty file, nbgrader's "no time"
@@ -150,6 +159,7 @@ class SubmissionRecorder:
             (dest / TIMESTAMP_FILE).write_text(text, encoding="utf-8")
         if unusable:
             warnings = [*warnings, unusable]
+            self.to_check[submission.student] = [unusable]
         self._timestamps[submission.student] = when
         resources = self._resources(submission.student, submission.folder)
         try:
@@ -208,6 +218,7 @@ class SubmissionRecorder:
         """A failed student: nothing stale left behind, no score of 0 in the gradebook."""
         self._sanitized.pop(student, None)
         self._timestamps.pop(student, None)
+        self.to_check.pop(student, None)
         for step in ("autograded", "feedback"):
             folder = self.course.folder(step, student)
             if folder.exists():

@@ -25,13 +25,15 @@ import nbformat
 from nbgrader.utils import find_all_files, parse_utc
 
 from sdpa_course.assignment import NUMBERS_CELL
-from sdpa_course.errors import GradingFailed, KitError
+from sdpa_course.errors import GradingFailed
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE, embedded_key
 
 TIMESTAMP_FILE = "timestamp.txt"
 MAX_NOTEBOOK_BYTES = 20 * 2**20  # far above any real notebook of this assignment
 MAX_TIMESTAMP_BYTES = 256  # `nbgrader submit` writes about 30: "2026-11-20 09:30:00.000000 UTC"
 _COPY_CHUNK = 2**20
+NO_TIME = ("graded without a submission time, so late penalty not applied: check the time "
+           "by hand")
 # The zone of a "date time zone" timestamp, which nbgrader's parse_utc hands to dateutil's
 # gettz: an offset or a zoneinfo name ("UTC", "America/New_York"), never a path gettz would
 # open (an absolute one, `..`): /proc/kmsg, a regular file to `isfile`, blocks its reader.
@@ -43,7 +45,9 @@ class Submission:
     student: str
     folder: Path  # submitted/<student>/<assignment>
     notebook: Path  # folder / "<notebook>.ipynb"
-    misplaced: str = ""  # why the student's work is not where nbgrader looks (then failed)
+    # why the student's work is not where nbgrader looks, or its folder's name cannot be a
+    # student id nbgrader grades (hidden, not UTF-8): then failed with it
+    misplaced: str = ""
 
     def fingerprint(self) -> str:
         """Changes when the student submits again (notebook bytes or timestamp)."""
@@ -113,7 +117,9 @@ def read_timestamp(folder: Path) -> tuple[datetime.datetime | None, str | None, 
     Read as `open_regular` reads (a FIFO, a link to /dev/zero, a device: never opened through)
     and at most `MAX_TIMESTAMP_BYTES`, then parsed by nbgrader's own `parse_utc`. No file:
     (None, None, ""), as nbgrader. A file with no time nbgrader can read: (None, "", why), and
-    the submission is graded without a time (nbgrader would stop the whole run or hang).
+    the submission is graded without a time (nbgrader would stop the whole run or hang), so
+    without a late penalty, and `why` ends with `NO_TIME` for a person to check the time
+    by hand: the kit has no other submission time it can trust (see README, late penalties).
     """
     path = folder / TIMESTAMP_FILE
     try:
@@ -127,25 +133,25 @@ def read_timestamp(folder: Path) -> tuple[datetime.datetime | None, str | None, 
         raw = read_regular(path, MAX_TIMESTAMP_BYTES)
     except OSError:
         return None, "", (f"{TIMESTAMP_FILE} is not a plain file (a link, a FIFO or a device):"
-                          " graded without a submission time")
+                          f" {NO_TIME}")
     if len(raw) > MAX_TIMESTAMP_BYTES:
-        return None, "", (f"{unusable} (more than {MAX_TIMESTAMP_BYTES} bytes): graded without "
-                          "a submission time")
+        return None, "", (f"{unusable} (more than {MAX_TIMESTAMP_BYTES} bytes): "
+                          f"{NO_TIME}")
     try:
         text = raw.decode("utf-8").strip()
     except UnicodeDecodeError:
-        return None, "", f"{unusable} (it is not text): graded without a submission time"
+        return None, "", f"{unusable} (it is not text): {NO_TIME}"
     if not text:
-        return None, "", f"{unusable} (it is empty): graded without a submission time"
+        return None, "", f"{unusable} (it is empty): {NO_TIME}"
     parts = text.split(" ")
     if len(parts) == 3 and not _ZONE.fullmatch(parts[2]):
-        return None, "", f"{unusable} (its time zone): graded without a submission time"
+        return None, "", f"{unusable} (its time zone): {NO_TIME}"
     try:
         when = parse_utc(text)
     except Exception:  # noqa: BLE001 - dateutil raises ValueError, OverflowError, TypeError...
         when = None
     if not isinstance(when, datetime.datetime):
-        return None, "", f"{unusable}: graded without a submission time"
+        return None, "", f"{unusable}: {NO_TIME}"
     return when, text, ""
 
 
@@ -158,10 +164,17 @@ def _not_text(name: str) -> bool:
     return False
 
 
+def escaped_name(name: str) -> str:
+    """A file name as text: its bytes that are not UTF-8 shown as `\\xNN` (`bad\\xffname`)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def _misplaced(student_dir: Path, assignment: str, notebook: str) -> str:
     """Why `student_dir` holds this assignment's work where nbgrader does not look for it
-    (`Sdpa/`, `sdpa` as a file, the notebook beside it), or "" when it holds none at all."""
-    folder = f"submitted/{student_dir.name}/{assignment}"
+    (`Sdpa/`, `sdpa` as a file, a notebook beside it: `attention.ipynb`, `attention (1).ipynb`),
+    or "" when it holds none at all."""
+    shown = escaped_name(student_dir.name)
+    folder = f"submitted/{shown}/{assignment}"
     try:
         names = sorted(os.listdir(student_dir))
     except OSError:
@@ -171,11 +184,15 @@ def _misplaced(student_dir: Path, assignment: str, notebook: str) -> str:
                 f"{notebook}.ipynb in a folder named {assignment}")
     other_case = [name for name in names if name.casefold() == assignment.casefold()]
     if other_case:
-        return (f"the assignment's folder is named {other_case[0]}, not {assignment}: rename "
-                f"it to {assignment} (nbgrader reads that name only)")
+        return (f"the assignment's folder is named {escaped_name(other_case[0])}, not "
+                f"{assignment}: rename it to {assignment} (nbgrader reads that name only)")
     if f"{notebook}.ipynb" in names:
-        return (f"{notebook}.ipynb is in submitted/{student_dir.name}/ itself, not in "
+        return (f"{notebook}.ipynb is in submitted/{shown}/ itself, not in "
                 f"{folder}/: move it there")
+    notebooks = [escaped_name(name) for name in names if name.casefold().endswith(".ipynb")]
+    if notebooks:
+        return (f"no {folder}/ folder, but notebooks in submitted/{shown}/ itself: "
+                f"{_names(notebooks)}: put the notebook, named {notebook}.ipynb, in {folder}/")
     return ""
 
 
@@ -183,35 +200,37 @@ def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> lis
     """Every `submitted/<student>/<assignment>/` folder, sorted by student id.
 
     A student folder holding the assignment where nbgrader does not look (`Sdpa/`, `sdpa` as
-    a plain file, the notebook beside the folder) is a Submission too, `misplaced` saying so:
-    that student is failed with the reason, never skipped without a word. A student folder
-    with none of it is a student of other assignments only, and skipped.
-
-    KitError, before anything is graded, for a student folder whose name is not UTF-8 text:
-    no student id can be made of it (the variant's key, the gradebook, the exports are text).
+    a plain file, a notebook beside the folder) is a Submission too, `misplaced` saying so:
+    that student is failed with the reason, never skipped without a word. So is a student
+    folder holding such work whose name nbgrader skips (a hidden one, `.name`: nbgrader's
+    autograde globs `submitted/*/`, which no name with a leading dot matches) or that is not
+    UTF-8 text (no student id can be made of it: the variant's key, the gradebook, the
+    exports are text); the latter's `student` is the name escaped (`escaped_name`), an id
+    that never reaches the gradebook. A folder with none of the assignment's work is a
+    student of other assignments only (or no student: `.git`), and skipped.
     """
     if not submitted_dir.is_dir():
         return []
-    found, unnamed = [], []
+    found = []
     for student_dir in sorted(submitted_dir.iterdir()):
         folder = student_dir / assignment
-        if student_dir.name.startswith(".") or not student_dir.is_dir():
+        if not student_dir.is_dir():
             continue
         misplaced = "" if folder.is_dir() else _misplaced(student_dir, assignment, notebook)
         if not folder.is_dir() and not misplaced:
             continue  # a student of other assignments only
-        if _not_text(student_dir.name):
-            unnamed.append(os.fsencode(student_dir.name))
-            continue
-        found.append(Submission(student_dir.name, folder, folder / f"{notebook}.ipynb",
-                                misplaced))
-    if unnamed:
-        shown = ", ".join(repr(name)[1:] for name in unnamed[:5])  # b'..' -> '..': ASCII only
-        more = f" and {len(unnamed) - 5} more" if len(unnamed) > 5 else ""
-        raise KitError(f"{submitted_dir}: student folders whose names are not UTF-8 text, "
-                       f"which no student id can be made of: {shown}{more}. Rename them to "
-                       "the students' ids and grade again")
-    return found
+        student = student_dir.name
+        if _not_text(student):
+            student = escaped_name(student)
+            misplaced = (f"the student folder's name, {student}, is not UTF-8 text, which no "
+                         "student id can be made of: rename the folder to the student's id "
+                         "and grade again")
+        elif student.startswith("."):
+            misplaced = (f"the student folder {student} is hidden (its name begins with a "
+                         "dot), and nbgrader does not grade hidden folders: rename it to the "
+                         "student's id and grade again")
+        found.append(Submission(student, folder, folder / f"{notebook}.ipynb", misplaced))
+    return sorted(found, key=lambda submission: submission.student)
 
 
 # What nbgrader's metadata says about a cell; the rest (checksum) is bookkeeping.
@@ -263,37 +282,75 @@ def _edited(grade_id: str, submitted: str, released: str) -> bool:
     return submitted.strip() != released.strip()
 
 
-def copy_regular_files(source: Path, dest: Path, ignore: list[str]) -> list[str]:
-    """Copy `source`'s files into `dest` as nbgrader does (its ignore globs), but never
-    through a symbolic link: a link in a submission (to a classmate's work, the gradebook, the
-    grader's home) is skipped, not followed. The relative paths skipped are returned."""
-    skipped = []
+@dataclass
+class Skipped:
+    """The files of a submission `copy_regular_files` did not copy (relative paths)."""
+
+    special: list[str]  # symbolic links, FIFOs, devices, gone or unwritable
+    too_large: list[str]  # above the course's CourseDirectory.max_file_size
+
+    def warnings(self, max_bytes: int | None) -> list[str]:
+        said = []
+        if self.special:
+            said.append("not copied (symbolic links or special files): "
+                        + _names(sorted(map(escaped_name, self.special))))
+        if self.too_large:
+            said.append(f"not copied, larger than the course's {max_bytes // 1000} KB "
+                        "(CourseDirectory.max_file_size): "
+                        + _names(sorted(map(escaped_name, self.too_large))))
+        return said
+
+
+def copy_regular_files(source: Path, dest: Path, ignore: list[str],
+                       max_bytes: int | None = None) -> Skipped:
+    """Copy `source`'s files into `dest` as nbgrader does (its ignore globs; like nbgrader's
+    `ignore_patterns`, a file above `max_bytes`, by its size before anything is read, is
+    skipped: a sparse file of a terabyte takes little room where it is and would fill the
+    disk once copied), but never through a symbolic link: a link in a submission (to a
+    classmate's work, the gradebook, the grader's home) is skipped, not followed."""
+    skipped = Skipped([], [])
     if source.is_symlink() or not source.is_dir():
         return skipped
     for name in find_all_files(str(source), ignore):  # os.walk: linked folders not entered
         path = Path(name)
-        relative = path.relative_to(source)
+        relative = str(path.relative_to(source))
         try:
-            mode = os.lstat(path).st_mode
+            info = os.lstat(path)
         except OSError:
             continue
-        if not stat.S_ISREG(mode):
-            skipped.append(str(relative))
+        if not stat.S_ISREG(info.st_mode):
+            skipped.special.append(relative)
+            continue
+        if max_bytes is not None and info.st_size > max_bytes:
+            skipped.too_large.append(relative)
             continue
         try:
-            _copy_regular(path, dest / relative)
+            copied = _copy_regular(path, dest / relative, max_bytes)
         except OSError:  # gone, swapped for a FIFO, a name too long for `dest`...
-            skipped.append(str(relative))
+            skipped.special.append(relative)
+            continue
+        if not copied:
+            skipped.too_large.append(relative)
     return skipped
 
 
-def _copy_regular(path: Path, target: Path) -> None:
+def _copy_regular(path: Path, target: Path, max_bytes: int | None) -> bool:
+    """Copy one regular file; False (nothing left at `target`) when it holds more than
+    `max_bytes` after all (it grew since it was measured)."""
     fd = open_regular(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        written = 0
         with open(target, "wb") as out:
             while chunk := os.read(fd, _COPY_CHUNK):
+                written += len(chunk)
+                if max_bytes is not None and written > max_bytes:
+                    break
                 out.write(chunk)
+        if max_bytes is not None and written > max_bytes:
+            target.unlink()
+            return False
+        return True
     finally:
         os.close(fd)
 
@@ -336,9 +393,19 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
     if link is not None:
         raise GradingFailed(f"{link.name} in the submission is a symbolic link; links are not "
                             "followed: hand in the notebook itself")
-    if not path.is_file():
-        others = sorted(p.name for p in submission.folder.glob("*.ipynb"))
-        found = f" (found: {', '.join(others)})" if others else ""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise GradingFailed(f"{path.name} in the submission is a folder, not a notebook file: "
+                            "hand in the notebook itself")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise GradingFailed(f"{path.name} in the submission is not a regular file (a FIFO, a "
+                            "socket or a device): hand in the notebook itself")
+    if mode is None:
+        others = sorted(escaped_name(p.name) for p in submission.folder.glob("*.ipynb"))
+        found = f" (found: {_names(others)})" if others else ""
         raise GradingFailed(f"no {path.name} in the submission{found}")
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise GradingFailed(f"{path.name} is {path.stat().st_size // 2**20} MB, more than the "

@@ -5,7 +5,8 @@ has no score there (keeping a 0 would be a lie): stock `nbgrader export` either 
 silent 0.0 or leaves them out. This plugin (the course's `ExportApp.plugin_class`) writes the
 same columns as nbgrader's, in the same order, plus `status` and `reason`:
 
-- a graded student: nbgrader's own numbers (hand marks and late penalties included);
+- a graded student: nbgrader's own numbers (hand marks and late penalties included), and
+  as the reason what to check by hand (a submission time the kit could not read);
 - a student the kit recorded as failed: empty scores, `failed` and the reason;
 - a student nbgrader knows who submitted nothing: empty scores, `missing`.
 
@@ -22,7 +23,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
 from sdpa_course.assignment import REPORTS_DIRECTORY
-from sdpa_course.reports.records import FAILED, GRADED, load_records
+from sdpa_course.reports.records import FAILED, GRADED, load_records, to_check
 from sdpa_course.reports.safe_text import for_spreadsheet
 
 COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
@@ -71,7 +72,9 @@ class KitCsvExport(CsvExportPlugin):
                     else:
                         penalty = submission.late_submission_penalty or 0.0
                         row.update(
-                            status=GRADED, reason="", timestamp=submission.timestamp or "",
+                            status=GRADED, timestamp=submission.timestamp or "",
+                            reason="; ".join(f"CHECK BY HAND: {item}"
+                                             for item in to_check(record or {})),
                             raw_score=_number(submission.score),
                             late_submission_penalty=_number(penalty),
                             score=_number(max(0.0, submission.score - penalty)))

@@ -5,7 +5,9 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
 - `class_report.html`: per exercise the score distribution (`scores.svg`), the pass rate of
   each test, and each diagnosis with its meaning and the students who have it (to invite them
   to a help session); hand grading (written answers marked and pending, and where to mark
-  them); failed submissions with their reasons; late submissions;
+  them); the submissions to check by hand (graded, but a submission time that could not
+  be read: no late penalty applied), failed submissions with their reasons; late
+  submissions;
 - `scores.csv`: one row per student: status, automatic score, the extra credit of the
   optional exercise 4 (never counted in the score or its maximum), each exercise's score and its
   diagnoses (one column per exercise), the hand-graded answers (score or `pending`), the late
@@ -15,7 +17,8 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
 - `grades.csv`: the export for an LMS upload: every student (graded, failed, missing), the
   automatic points, the extra credit, the hand points, the late penalty and the total (extra
   credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
-  without one).
+  without one), and `needs_review`: `yes` for a total that must not be uploaded unread (a
+  failed student, or one to check by hand, the reason saying what).
 
 The pictures (`scores.svg`, `diagnoses.svg`: the score histograms and the diagnoses' bars)
 are written as SVG by `reports.charts`, without a plotting library.
@@ -36,7 +39,7 @@ from pathlib import Path
 from autograder.diagnoses.codes import WORDING, lesson_section
 from sdpa_course.reports.charts import diagnosis_chart, score_histograms
 from sdpa_course.reports.feedback_text import exercise_heading, points
-from sdpa_course.reports.records import FAILED, GRADED
+from sdpa_course.reports.records import FAILED, GRADED, to_check
 from sdpa_course.reports.safe_text import for_spreadsheet, for_terminal
 
 MISSING = "missing"
@@ -180,23 +183,25 @@ def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: 
         writer = csv.writer(fh)
         writer.writerow(["student_id", "status", "auto_score", "auto_max", "extra_credit",
                          "hand_score", "hand_max", "hand_pending", "late_penalty", "total",
-                         "max_total", "reason"])
+                         "max_total", "reason", "needs_review"])
         for student, record in sorted(records.items()):
             if record["status"] == GRADED:
                 t = totals(record, marks)
-                reason = ("hand grading pending: " + ", ".join(t["pending"])
-                          if t["pending"] else "")
+                check = [f"CHECK BY HAND: {item}" for item in to_check(record)]
+                pending = (["hand grading pending: " + ", ".join(t["pending"])]
+                           if t["pending"] else [])
                 writer.writerow(_text_row([
                     student, GRADED, t["auto"], t["auto_max"], t["extra_credit"], t["hand"],
                     t["hand_max"],
                     "yes" if t["pending"] else "no", t["penalty"], t["total"], t["max_total"],
-                    reason]))
+                    "; ".join(check + pending), "yes" if check else "no"]))
             else:
                 writer.writerow(_text_row([student, FAILED, "", "", "", "", "", "", "", "", "",
-                                           record.get("error") or "could not be graded"]))
+                                           record.get("error") or "could not be graded",
+                                           "yes"]))
         for student in sorted(missing):
             writer.writerow(_text_row([student, MISSING, "", "", "", "", "", "", "", "", "",
-                                       "no submission"]))
+                                       "no submission", "no"]))
 
 
 def score_counts(records: dict[str, dict]) -> list[tuple[str, float, list[list[float]]]]:
@@ -286,6 +291,15 @@ def _html(records, marks, missing, assignment: str, notebook: str, note: str = "
         + "".join(f"<tr><td>{_e(r['student'])}</td><td>{_e(r['error'] or '')}</td></tr>"
                   for r in sorted(failed, key=lambda r: r["student"]))
         + "</table>" if failed else "<h2>Failed</h2><p>No failed submissions.</p>")
+    checks = [(r["student"], item) for r in sorted(records.values(), key=lambda r: r["student"])
+              for item in to_check(r)]
+    check_table = (
+        f"<h2>Submissions to check by hand: {len(checks)}</h2>"
+        "<p>Graded, but something the grade depends on could not be read (a submission time "
+        "the kit could not read: no late penalty was applied).</p>"
+        "<table><tr><th>student</th><th>reason</th></tr>"
+        + "".join(f"<tr><td>{_e(s)}</td><td>{_e(item)}</td></tr>" for s, item in checks)
+        + "</table>" if checks else "")
     late = [(s, m) for s, m in sorted(marks.items()) if m.get("seconds_late", 0) > 0]
     late_table = (
         "<table><tr><th>student</th><th>submitted</th><th>late by</th><th>penalty</th></tr>"
@@ -311,6 +325,7 @@ Files: <a href="scores.csv">scores.csv</a> (one row per student, diagnoses per e
 <a href="diagnoses.csv">diagnoses.csv</a> (student, exercise, code),
 <a href="grades.csv">grades.csv</a> (for an LMS: every student, automatic, hand and total).</p>
 <p>{_e(variants_sentence(records))}</p>
+{check_table}
 <h2>Exercises</h2>
 <img src="scores.svg" alt="Histograms: how many students got each score, one per exercise">
 <img src="diagnoses.svg" alt="{DIAGNOSES_ALT}">

@@ -28,7 +28,10 @@ GRADED = "graded"
 FAILED = "failed"
 
 
-def graded_record(student: str, report: dict, fingerprint: str, warnings: list[str]) -> dict:
+def graded_record(student: str, report: dict, fingerprint: str, warnings: list[str],
+                  check_by_hand: list[str] | None = None) -> dict:
+    """A graded student; `check_by_hand`: what a person must still check in it (a
+    submission time the kit could not read, so no late penalty applied), also in warnings."""
     return {
         "student": student,
         "status": GRADED,
@@ -39,6 +42,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "variant": report.get("variant"),  # whose numbers were graded (no hidden input)
         "error": None,
         "warnings": warnings,
+        "check_by_hand": list(check_by_hand or []),
         "isolation": report.get("isolation", "namespaces"),  # how its code ran
         "fingerprint": fingerprint,
         "retry": False,
@@ -63,6 +67,15 @@ def failed_record(student: str, error: str, fingerprint: str, *, retry: bool = F
         "retry": retry,
         "recorded_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
+
+
+def to_check(record: dict) -> list[str]:
+    """What a person must check by hand in a graded student's record (none when failed: its
+    reason says it all)."""
+    if record.get("status") != GRADED:
+        return []
+    found = record.get("check_by_hand")
+    return [str(item) for item in found] if isinstance(found, list) else []
 
 
 def results_dir(reports_dir: Path) -> Path:
