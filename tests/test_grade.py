@@ -662,6 +662,20 @@ def test_a_student_folder_not_named_in_utf8_is_failed_and_everyone_else_graded(
     assert again.records["zed"]["status"] == "graded" and again.graded_now == ["zed"]
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")
+def test_folder_names_escaped_alike_keep_distinct_ids(tmp_path):
+    from sdpa_course.grading.submissions import find_submissions
+
+    # a real folder named `a\\xff` and one whose escape is that; two escaped alike
+    for name in (b"a\\xff", b"a\xff", b"\\xfe\xff", b"\xfe\\xff"):
+        os.makedirs(os.fsencode(tmp_path) + b"/" + name + b"/sdpa")
+    found = find_submissions(tmp_path, "sdpa", "attention")
+    ids = [s.student for s in found]
+    assert len(set(ids)) == 4 and "a\\xff" in ids and "\\xfe\\xff" in ids
+    assert sum(1 for s in found if s.misplaced) == 3
+    assert all(s.folder.is_dir() for s in found)
+
+
 # -- student folders and files nbgrader would choke on ------------------------------------------
 
 LONG_ID = "a" * 250  # 250 bytes: a folder name, but not with `.json.tmp` after it

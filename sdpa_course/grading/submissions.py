@@ -206,13 +206,16 @@ def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> lis
     autograde globs `submitted/*/`, which no name with a leading dot matches) or that is not
     UTF-8 text (no student id can be made of it: the variant's key, the gradebook, the
     exports are text); the latter's `student` is the name escaped (`escaped_name`), an id
-    that never reaches the gradebook. A folder with none of the assignment's work is a
-    student of other assignments only (or no student: `.git`), and skipped.
+    that never reaches the gradebook (with `~` after it while another folder has that id).
+    A folder with none of the assignment's work is a student of other assignments only (or
+    no student: `.git`), and skipped.
     """
     if not submitted_dir.is_dir():
         return []
     found = []
-    for student_dir in sorted(submitted_dir.iterdir()):
+    children = sorted(submitted_dir.iterdir())
+    taken = {child.name for child in children if not _not_text(child.name)}
+    for student_dir in children:
         folder = student_dir / assignment
         if not student_dir.is_dir():
             continue
@@ -221,8 +224,12 @@ def find_submissions(submitted_dir: Path, assignment: str, notebook: str) -> lis
             continue  # a student of other assignments only
         student = student_dir.name
         if _not_text(student):
-            student = escaped_name(student)
-            misplaced = (f"the student folder's name, {student}, is not UTF-8 text, which no "
+            shown = escaped_name(student)
+            student = shown
+            while student in taken:  # a real `bad\\xffname`, or another name escaped alike
+                student += "~"
+            taken.add(student)
+            misplaced = (f"the student folder's name, {shown}, is not UTF-8 text, which no "
                          "student id can be made of: rename the folder to the student's id "
                          "and grade again")
         elif student.startswith("."):
