@@ -124,3 +124,18 @@ def test_short_ids_keep_their_plain_record_names_and_long_ones_a_readable_prefix
     assert records.record_path(tmp_path, "b" * 248) != records.record_path(tmp_path, "b" * 247)
     lookalike = "x~" + "0" * 32
     assert records.record_path(tmp_path, lookalike).name != f"{lookalike}.json"
+
+
+def test_what_to_check_by_hand_is_read_from_records_old_and_new():
+    from sdpa_course.reports.records import failed_record, graded_record, to_check
+
+    report = {"score": 1, "max_score": 2, "exercises": {}}
+    said = "timestamp.txt holds no submission time nbgrader can read: graded without a time"
+    new = graded_record("kim", report, "f", [said], [said])
+    assert to_check(new) == [said]
+    assert to_check(graded_record("kim", report, "f", [said])) == []
+    old = dict(new, warnings=["timestamp.txt is not a plain file (a link, a FIFO or a "
+                              "device): graded without a submission time", "other"])
+    del old["check_by_hand"]  # written before the key existed
+    assert to_check(old) == [old["warnings"][0]]
+    assert to_check(failed_record("kim", "broken", "f", warnings=[said])) == []
