@@ -132,8 +132,8 @@ def read_timestamp(folder: Path) -> tuple[datetime.datetime | None, str | None, 
     try:
         raw = read_regular(path, MAX_TIMESTAMP_BYTES)
     except OSError:
-        return None, "", (f"{TIMESTAMP_FILE} is not a plain file (a link, a FIFO or a device):"
-                          f" {NO_TIME}")
+        return None, "", (f"{TIMESTAMP_FILE} is not a plain file (a folder, a link, a FIFO or "
+                          f"a device): {NO_TIME}")
     if len(raw) > MAX_TIMESTAMP_BYTES:
         return None, "", (f"{unusable} (more than {MAX_TIMESTAMP_BYTES} bytes): "
                           f"{NO_TIME}")
