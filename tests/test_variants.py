@@ -12,6 +12,7 @@ import ast
 import itertools
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -413,13 +414,23 @@ def test_the_notebook_shows_each_student_the_numbers_the_grader_expects(cells):
         assert namespace["EX2"] == variant.public()["ex2"]
 
 
-@pytest.mark.parametrize("folder", ["jdoe ", " jdoe", "jdoe\u00a0", "\tjdoe\n"])
-def test_an_id_with_blanks_around_it_gets_the_numbers_its_notebook_shows(cells, folder):
-    """The notebook strips the id it reads (typed, or set as SDPA_STUDENT_ID from the folder),
-    so the grader works out the folder's numbers from the id stripped too."""
+@pytest.mark.parametrize("folder", ["jdoe ", " jdoe", "jdoe\u00a0", "\tjdoe\n", "JDoe",
+                                    "ＪＤＯＥ"])
+def test_an_id_typed_another_way_gets_the_numbers_its_notebook_shows(cells, folder):
+    """Blanks around an id, its letter case and its Unicode form do not change the numbers, in
+    the grader and in the notebook alike (a student may type `JDoe` where the folder is
+    `jdoe`)."""
     variant = variant_for(SEED, "sdpa", folder)
     assert variant.label == variant_for(SEED, "sdpa", "jdoe").label
     in_notebook(cells, variant)  # asserts the notebook shows that variant
+    typed = replace(variant, student="jdoe")  # typed in the notebook, graded as the folder
+    in_notebook(cells, typed)
+
+
+def test_an_accent_composed_or_decomposed_is_one_student():
+    composed, decomposed = "jos\u00e9", "jose\u0301"
+    assert (variant_for(SEED, "sdpa", composed).label
+            == variant_for(SEED, "sdpa", decomposed).label)
 
 
 def _numbers_cell_says(cells, *, key: str, typed: str = "", env=None, monkeypatch) -> str:

@@ -820,40 +820,43 @@ import sys
 
 # Where the grader's files could be: each sys.path entry and the folders above it (a checkout
 # holding its virtualenv, the kit's data copy in site-packages), the working and home folders
-# and theirs, temporary folders, homes and usual course places, other processes' folders.
+# and theirs, then temporary folders, homes and usual course places, other processes'
+# folders. The likeliest come first, and the search stops at the first folder whose files
+# it could read: where nothing can be read (in the sandbox), every folder is tried.
 _wanted = ("autograder/suites/test_ex1.py", "solutions/sdpa/attention.ipynb",
            "source/sdpa/attention.ipynb", "sdpa_course/data/solutions/sdpa/attention.ipynb",
            "sdpa_ref/__init__.py", "submitted/*/sdpa/attention.ipynb", "gradebook.db")
-_roots = set()
+_roots = {}  # an ordered set
 for _entry in sys.path + [os.getcwd(), os.path.expanduser("~")]:
     _path = os.path.abspath(_entry or ".")
     for _ in range(6):
-        _roots.add(_path)
+        _roots[_path] = None
         _path = os.path.dirname(_path)
 for _top in ("/tmp", "/var/tmp", "/dev/shm", "/root", "/home", "/work", "/srv", "/opt", "/mnt",
              "/usr/local"):
-    _roots.add(_top)
-    _roots.update(glob.glob(_top + "/*"))
-    _roots.update(glob.glob(_top + "/*/*"))
+    _roots[_top] = None
+    _roots.update(dict.fromkeys(sorted(glob.glob(_top + "/*"))))
+    _roots.update(dict.fromkeys(sorted(glob.glob(_top + "/*/*"))))
 for _pid in os.listdir("/proc"):
     for _link in ("cwd", "root"):
         try:
-            _roots.add(os.readlink(f"/proc/{_pid}/{_link}"))
+            _roots[os.readlink(f"/proc/{_pid}/{_link}")] = None
         except OSError:
             pass
-_found = []
-for _root in sorted(_roots):
+_found, _texts = [], []
+for _root in _roots:
     for _name in _wanted:
-        _found += glob.glob(os.path.join(_root, _name))
-        _found += glob.glob(os.path.join(_root, "*", _name))
+        for _path in (glob.glob(os.path.join(_root, _name))
+                      + glob.glob(os.path.join(_root, "*", _name))):
+            _found.append(_path)
+            try:
+                with open(_path, "rb") as _f:
+                    _texts.append(_f.read())
+            except OSError:
+                pass
+    if _texts:
+        break
 _tried = len(_roots)
-_texts = []
-for _path in _found:
-    try:
-        with open(_path, "rb") as _f:
-            _texts.append(_f.read())
-    except OSError:
-        pass
 if _texts:  # only a submission that could read the grader's files defines exercise 1
     ex1_scores = (0.7071, 0.0)
     ex1_weights = (0.6698, 0.3302)

@@ -90,6 +90,7 @@ import hmac
 import itertools
 import math
 import os
+import unicodedata
 
 # -- the same code as the grader's autograder/variants/numbers.py --------------------------
 LESSON_EX1 = {"q": (1, 0), "k1": (1, 0), "k2": (0, 1), "v1": (1, 0), "v2": (0, 1), "d_k": 2}
@@ -143,7 +144,9 @@ def _ex2_numbers(digest):
 
 def student_numbers(numbers_key, assignment, student):
     """{"label", "ex1", "ex2"} of one student; the lesson's own without a key or an id."""
-    student = student.strip()  # as the notebook reads an id: "jdoe " in a folder name is jdoe
+    # One student however the id is typed: blanks around it, letter case (JupyterHub logins
+    # are lower case), composed or decomposed accents (NFKC): "JDoe " is jdoe.
+    student = unicodedata.normalize("NFKC", student.strip()).casefold()
     if not numbers_key or not student:
         return {"label": DEFAULT_LABEL, "ex1": dict(LESSON_EX1), "ex2": dict(LESSON_EX2)}
     digest = _variant_digest(numbers_key, assignment, student)
