@@ -44,6 +44,10 @@ class Student:
             raise StudentRaised("Exception", f"{name} raised")
         return result
 
+    def call_with_inputs(self, name, *args, **kwargs):
+        """The answer, and the arguments as the call left them."""
+        return self.call(name, *args, **kwargs), args, kwargs
+
     def call_measuring_memory(self, name, *args, **kwargs):
         """The answer, with a measure that passes: this is about the answer, not memory."""
         return self.call(name, *args, **kwargs), MemoryUse(traced=0, resident=0)
@@ -110,6 +114,84 @@ def test_numbers_from_a_wrong_softmax_are_not_called_a_scaling_mistake(variant):
         assert code in codes, (slip, codes)
 
 
+# Shifts that leave the softmax unchanged but are not the row's maximum (attack3): exact while
+# a row's scores are close, even all 800 higher; they overflow once the scores spread.
+WRONG_SHIFTS = (p.SOFTMAX_SUBTRACT_MIN, p.SOFTMAX_SUBTRACT_MEAN, p.SOFTMAX_SUBTRACT_FIRST)
+SOFTMAX_GLOBAL_MAX = """
+def softmax(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max())   # the whole array's maximum: exact when rows sit close together
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_a_softmax_shifted_by_anything_but_the_maximum_is_unstable(variant):
+    survives = test_ex2.test_softmax_survives_large_scores
+    for softmax in WRONG_SHIFTS:
+        assert not _passes(survives, Student(softmax, variant=variant)), softmax
+        codes = ex2_diagnoses.diagnose(Student(softmax, p.ex2_computed(variant.ex2),
+                                               variant=variant))
+        assert "unstable-softmax" in codes, (softmax, codes)
+    wide = test_ex2.wide_scores(variant)  # (rows, columns)
+    spread = wide.max(axis=-1, keepdims=True) - wide  # (rows, columns)
+    assert np.all(np.sort(spread, axis=-1)[:, 1] > 1500) and np.all(spread[:, 0] > 1500)
+    for softmax in (*RIGHT_SOFTMAXES, SOFTMAX_GLOBAL_MAX):
+        assert _passes(survives, Student(softmax, variant=variant)), softmax
+        codes = ex2_diagnoses.diagnose(Student(softmax, p.ex2_computed(variant.ex2),
+                                               variant=variant))
+        assert "unstable-softmax" not in codes, (softmax, codes)
+
+
+def test_the_spread_inputs_add_to_the_old_ones_without_redrawing_them():
+    base = test_ex2.hidden_inputs(DEFAULT)["large_base"]
+    assert np.array_equal(base, np.random.default_rng(203).normal(size=(2, 5)))
+    assert np.count_nonzero(test_ex2.wide_scores(DEFAULT) - base) == base.shape[0]
+    (Q, K, V), _ = test_ex3.hidden_inputs(DEFAULT)["stability"]
+    spread_q, spread_k, spread_v = test_ex3.spread_inputs(DEFAULT)
+    assert np.array_equal(spread_q[:, :-1], Q) and np.array_equal(spread_v, V)
+    (Q, K, V), _ = test_ex4.stability_inputs(DEFAULT)
+    spread_q, spread_k, _ = test_ex4.spread_inputs(DEFAULT)
+    assert np.array_equal(spread_q[:, :-1], Q[:, :-1]) and spread_k.shape == K.shape
+
+
+# -- exercise 3: the property tests hold for what attention or a catalogued mistake computes ---
+
+PROPERTY_TESTS = (test_ex3.test_attention_is_stable_at_large_scores,
+                  test_ex3.test_attention_accepts_read_only_inputs,
+                  test_ex3.test_attention_leaves_its_inputs_unchanged,
+                  test_ex3.test_attention_answers_each_call_from_its_own_inputs)
+RIGHT_ATTENTIONS = (p.ATTENTION_LESSON, p.ATTENTION_WHERE, p.ATTENTION_LOOPS,
+                    p.ATTENTION_FLOAT32, p.ATTENTION_FINFO_MIN)
+# value mistakes (the value tests charge them): every property test holds
+VALUE_MISTAKES = (p.ATTENTION_NO_SCALING, p.ATTENTION_SCALE_D_K, p.ATTENTION_SCALE_D_V,
+                  p.ATTENTION_SOFTMAX_AXIS, p.ATTENTION_NOT_NORMALIZED,
+                  p.ATTENTION_MASK_IGNORED, p.ATTENTION_MASK_INVERTED,
+                  p.ATTENTION_MASK_AFTER_SOFTMAX, p.ATTENTION_MASK_ZERO_FILL,
+                  p.ATTENTION_MASK_NONE_BROKEN, p.ATTENTION_TRANSPOSED,
+                  p.ATTENTION_RETURNS_SWAPPED, p.ATTENTION_WRONG_SHAPE,
+                  p.ATTENTION_ATTN_TRANSPOSED, p.ATTENTION_NO_SCALING_ZERO_FILL,
+                  p.ATTENTION_FLOAT32_NO_SCALING)
+
+
+def _attention_student(attention, variant):
+    """`attention` with the softmax it calls, if it calls one (the float32 ones their own)."""
+    softmax = p.SOFTMAX_FLOAT32 if "float32" in attention else p.SOFTMAX_STABLE
+    return Student(softmax, attention, variant=variant)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_attention_that_ignores_its_inputs_earns_no_property_point(variant):
+    for test in PROPERTY_TESTS:
+        assert not _passes(test, Student(p.ATTENTION_UNIFORM, variant=variant)), test
+        for attention in RIGHT_ATTENTIONS + VALUE_MISTAKES:
+            assert _passes(test, _attention_student(attention, variant)), (test, attention)
+    stable = test_ex3.test_attention_is_stable_at_large_scores
+    assert not _passes(stable, Student(p.ATTENTION_SUBTRACT_MIN, variant=variant))
+    for test in PROPERTY_TESTS[1:]:  # its answers are right where its scores sit close
+        assert _passes(test, Student(p.ATTENTION_SUBTRACT_MIN, variant=variant)), test
+
+
 # -- exercise 3(c): a check off by one at an edge loses its point, for every student -----------
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
@@ -170,6 +252,57 @@ def test_a_catalogued_slip_keeps_the_memory_point_that_its_value_tests_do_not_gi
     assert test_ex4.slip_explains(right, Q, K, V, causal, rows)
     right[3] += 0.01
     assert not test_ex4.slip_explains(right, Q, K, V, causal, rows)
+
+
+BLOCKWISE_FIRST_BLOCK_MAX = p.BLOCKWISE_KEYS.replace(
+    "new_max = np.maximum(running_max, scores.max(axis=1))",
+    "new_max = np.where(np.isfinite(running_max), running_max, scores.max(axis=1))")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_only_blockwise_attention_or_a_catalogued_slip_earns_the_stability_point(variant):
+    stable = test_ex4.test_blockwise_is_stable_at_large_scores
+    assert BLOCKWISE_FIRST_BLOCK_MAX != p.BLOCKWISE_KEYS
+    for blockwise in (p.BLOCKWISE_V_ROWS, BLOCKWISE_FIRST_BLOCK_MAX, p.BLOCKWISE_UNSTABLE):
+        assert not _passes(stable, Student(blockwise, variant=variant)), blockwise
+    for blockwise in (p.BLOCKWISE_KEYS, p.BLOCKWISE_TILES, p.BLOCKWISE_FLOAT32,
+                      p.BLOCKWISE_COPIES, p.BLOCKWISE_NO_RESCALE,
+                      p.BLOCKWISE_PER_BLOCK_NORMALISER, p.BLOCKWISE_CAUSAL_OFF_BY_ONE,
+                      p.BLOCKWISE_CAUSAL_IGNORED):
+        assert _passes(stable, Student(blockwise, variant=variant)), blockwise
+
+
+BLOCKWISE_TILE_SKIPS_DIAGONAL = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m, d_v = Q.shape[0], K.shape[0], V.shape[1]
+    out = np.empty((n, d_v))
+    for qs in range(0, n, block):
+        qe = min(qs + block, n)
+        mx, l, acc = np.full(qe - qs, -np.inf), np.zeros(qe - qs), np.zeros((qe - qs, d_v))
+        for ks in range(0, m, block):
+            if causal and ks >= qs and qs > 0:
+                break   # an uncatalogued slip: the diagonal tile skipped
+            ke = min(ks + block, m)
+            sc = Q[qs:qe] @ K[ks:ke].T / np.sqrt(Q.shape[1])
+            if causal:
+                sc = np.where(np.arange(ks, ke)[None, :] > np.arange(qs, qe)[:, None],
+                              -np.inf, sc)
+            new = np.maximum(mx, sc.max(1))
+            r, w = np.exp(mx - new), np.exp(sc - new[:, None])
+            l, acc, mx = l * r + w.sum(1), acc * r[:, None] + w @ V[ks:ke], new
+        out[qs:qe] = acc / l[:, None]
+    return out
+"""
+
+
+def test_an_uncatalogued_slip_is_told_to_fix_the_values_not_accused():
+    memory = test_ex4.test_blockwise_memory_stays_far_below_one_score_matrix
+    with pytest.raises(Mismatch) as caught:
+        memory(Student(BLOCKWISE_TILE_SKIPS_DIAGONAL))
+    hint = caught.value.hint
+    assert "must compute attention itself" not in hint
+    assert "wrong only by a mistake the value tests catch" in hint
+    assert "fix the values first" in hint
 
 
 def test_the_compared_rows_are_the_edges_and_drawn_for_each_student():

@@ -61,20 +61,41 @@ def _softmax_ratio(namespace, test_name, variant) -> float:
     return max(ratios)
 
 
+def _finite_ratio(got, expected, tolerance) -> float:
+    """`_ratio`, and inf for an answer holding NaN or inf (what an overflow gives)."""
+    ratio = _ratio(got, expected, tolerance)
+    finite = ratio < math.inf and np.all(np.isfinite(np.asarray(got, dtype=float)))
+    return ratio if finite else math.inf
+
+
 def _stability_ratio(namespace, variant) -> float:
+    """Large scores against the same case's moderate ones, and scores spread far apart in a
+    row (`test_ex3.spread_inputs`) against the reference."""
     moderate, large = test_ex3.hidden_inputs(variant)["stability"]
     first = call_quietly(namespace.get("attention"), *(a.copy() for a in moderate))
     second = call_quietly(namespace.get("attention"), *(a.copy() for a in large))
-    if first is None or second is None:
+    spread_inputs = test_ex3.spread_inputs(variant)
+    spread = call_quietly(namespace.get("attention"), *(a.copy() for a in spread_inputs))
+    if first is None or second is None or not isinstance(spread, (tuple, list)):
         return math.inf
-    return max(_ratio(b, a, LARGE_SCORES) for a, b in zip(first, second, strict=True))
+    expected = sdpa_ref.attention(*spread_inputs)
+    return max([_ratio(b, a, LARGE_SCORES) for a, b in zip(first, second, strict=True)]
+               + [_finite_ratio(got, want, FLOAT_RESULTS)
+                  for got, want in zip(spread, expected, strict=True)])
 
 
 def _softmax_stability_ratio(namespace, variant) -> float:
+    """Large scores against the case's moderate ones, and scores spread far apart in a row
+    (`test_ex2.wide_scores`, 2-D and its first row) against the reference."""
     base = test_ex2.hidden_inputs(variant)["large_base"]
     moderate = call_quietly(namespace.get("softmax"), base.copy())
     large = call_quietly(namespace.get("softmax"), base + test_ex2.SHIFT)
-    return _ratio(large, moderate, LARGE_SCORES) if moderate is not None else math.inf
+    if moderate is None:
+        return math.inf
+    wide = test_ex2.wide_scores(variant)  # (rows, columns)
+    return max([_ratio(large, moderate, LARGE_SCORES)]
+               + [_finite_ratio(call_quietly(namespace.get("softmax"), z.copy()),
+                                sdpa_ref.softmax(z), LARGE_SCORES) for z in (wide, wide[0])])
 
 
 def _blockwise_ratio(namespace, test_name, variant) -> float:

@@ -271,6 +271,13 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  *correct_ex1, p.SOFTMAX_UNSTABLE, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 1}, codes={"ex2": ("unstable-softmax",)},
                  fails={"ex2": ("softmax_survives_large_scores",)}),
+        *(_mistake(f"ex2-softmax-subtract-{shift}", f"softmax subtracting each row's {shift}, "
+                   "not its maximum: exact for close scores, overflowing for spread ones",
+                   *correct_ex1, piece, ex2_rounded, *CORRECT_EX3, lose={"ex2": 1},
+                   codes={"ex2": ("unstable-softmax",)},
+                   fails={"ex2": ("softmax_survives_large_scores",)})
+          for shift, piece in (("min", p.SOFTMAX_SUBTRACT_MIN), ("mean", p.SOFTMAX_SUBTRACT_MEAN),
+                               ("first", p.SOFTMAX_SUBTRACT_FIRST))),
         _mistake("ex2-softmax-axis", "softmax normalised down the columns",
                  *correct_ex1, p.SOFTMAX_AXIS_0, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 1}, codes={"ex2": ("softmax-axis",)},
@@ -318,6 +325,9 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                                p.ATTENTION_NOT_NORMALIZED, 5.5, VALUES, "not-normalized"),
         _ex3_attention_mistake("ex3-unstable-softmax", "no max subtraction before exp",
                                p.ATTENTION_UNSTABLE, 0.5, STABLE, "unstable-softmax"),
+        _ex3_attention_mistake("ex3-subtract-min", "each row's smallest visible score "
+                               "subtracted before exp, not its largest",
+                               p.ATTENTION_SUBTRACT_MIN, 0.5, STABLE, "unstable-softmax"),
         _ex3_attention_mistake("ex3-mask-ignored", "the mask is never applied",
                                p.ATTENTION_MASK_IGNORED, 3.5, MASKED, "mask-ignored"),
         _ex3_attention_mistake("ex3-mask-inverted", "True treated as keep (the -1e9 fill)",

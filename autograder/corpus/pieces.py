@@ -126,6 +126,22 @@ def softmax(z):
     return e / e.sum(axis=-1, keepdims=True)
 """
 
+# Shifts that leave the softmax unchanged but are not the row's maximum: exact while a row's
+# scores are close together (even all 800 higher), overflowing once they spread (attack3).
+SOFTMAX_SUBTRACT_MIN = """
+def softmax(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.min(axis=-1, keepdims=True))   # the minimum, not the maximum
+    return e / e.sum(axis=-1, keepdims=True)
+"""
+
+SOFTMAX_SUBTRACT_MEAN = SOFTMAX_SUBTRACT_MIN.replace(
+    "z.min(axis=-1, keepdims=True))   # the minimum",
+    "z.mean(axis=-1, keepdims=True))   # the mean")
+
+SOFTMAX_SUBTRACT_FIRST = SOFTMAX_SUBTRACT_MIN.replace(
+    "z.min(axis=-1, keepdims=True))   # the minimum", "z[..., :1])   # the first score")
+
 SOFTMAX_AXIS_0 = """
 def softmax(z):
     e = np.exp(z - z.max(axis=0, keepdims=True))
@@ -654,6 +670,25 @@ ATTENTION_TRANSPOSED_QT = attention_with(scores="Q.T @ K / np.sqrt(Q.shape[-1])"
 ATTENTION_FLOAT32_NO_SCALING = ATTENTION_FLOAT32.replace(
     " / np.float32(np.sqrt(Q.shape[-1]))", "")
 
+ATTENTION_SUBTRACT_MIN = """
+def attention(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, -1e9, scores)
+        low = np.where(mask, np.inf, scores).min(axis=-1, keepdims=True)
+    else:
+        low = scores.min(axis=-1, keepdims=True)
+    e = np.exp(scores - low)   # each row's smallest visible score, not its largest
+    attn = e / e.sum(axis=-1, keepdims=True)
+    return attn @ V, attn
+"""
+
+ATTENTION_UNIFORM = """
+def attention(Q, K, V, mask=None):
+    attn = np.full((len(Q), len(K)), 1 / len(K))   # the inputs ignored: every weight 1/m
+    return attn @ V, attn
+"""
+
 ATTENTION_ZEROS = """
 def attention(Q, K, V, mask=None):
     n, m, d_v = len(Q), len(K), len(V[0])
@@ -860,6 +895,11 @@ def rows_sum_to_one(attn):
 FUTURE_TRIU_K2 = """
 def future_is_zero(attn):
     return bool(np.all(np.triu(np.asarray(attn), k=2) == 0.0))   # misses j = t + 1
+"""
+
+BLOCKWISE_V_ROWS = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    return V[np.arange(Q.shape[0]) % V.shape[0]]   # no attention at all
 """
 
 BLOCKWISE_NOT_AT_SIZE = """

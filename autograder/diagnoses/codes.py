@@ -99,8 +99,10 @@ WORDING: dict[str, Wording] = {
         "lookup"),
     "unstable-softmax": Wording(
         "ex2, ex3, ex4", "overflows or returns NaN/inf for large scores (no max subtraction)",
-        "The softmax overflows for large scores (np.exp(1000.0) is inf, and inf/inf is NaN). "
-        "Subtract each row's largest score before exponentiating: the result is unchanged.",
+        "The softmax overflows for large scores (np.exp(1000.0) is inf, and inf/inf is NaN), "
+        "also when it subtracts a row's smallest score, its mean or its first score, which "
+        "leave the largest far above 0. Subtract each row's largest score before "
+        "exponentiating: the result is unchanged.",
         "ex2"),
     "wrong-key": Wording(
         "ex2", "reported the smaller key's weight instead of the larger one's",

@@ -158,10 +158,15 @@ def _diagnose_softmax(prober) -> set[str]:
             codes.add("softmax-axis")
         elif FLOAT_RESULTS.ratio(got.sum(axis=-1), np.ones(z.shape[:-1])) > 1:
             codes.add("not-normalized")
-    large = _array(prober.call("softmax", 800.0 + vector))
     moderate_ok = got_vector is not None and bool(np.all(np.isfinite(got_vector)))
-    if moderate_ok and (large is None or not np.all(np.isfinite(large))):
-        codes.add("unstable-softmax")
+    # every score + 800; then one score 2000 above the others, where subtracting the
+    # minimum, the mean or the first score overflows too (only the maximum is exact)
+    wide = vector.copy()  # (4,)
+    wide[1] += 2000.0
+    for z in (800.0 + vector, wide):
+        large = _array(prober.call("softmax", z))
+        if moderate_ok and (large is None or not np.all(np.isfinite(large))):
+            codes.add("unstable-softmax")
     return codes
 
 

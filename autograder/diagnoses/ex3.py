@@ -244,18 +244,64 @@ def _finite(result) -> bool:
     return result is not None and all(np.all(np.isfinite(a)) for a in result)
 
 
+SPREAD = 2000.0  # one key's scaled score this far above the others: see `_spread`
+
+
+def _spread(Q, K):
+    """Q, K with one more component that raises every query's scaled score on key 1 by
+    SPREAD: subtracting anything but each row's maximum (its minimum, its mean, its first
+    score) overflows there, subtracting the maximum stays exact."""
+    lift = np.sqrt(SPREAD * np.sqrt(Q.shape[1] + 1))  # lift**2 / sqrt(d_k + 1) = SPREAD
+    extra_k = np.zeros((K.shape[0], 1))  # (m, 1)
+    extra_k[1] = lift
+    return (np.hstack([Q, np.full((Q.shape[0], 1), lift)]),  # (n, d_k + 1)
+            np.hstack([K, extra_k]))  # (m, d_k + 1)
+
+
 def _unstable(prober, moderate_masked, moderate_plain) -> bool:
-    """Large scores (about 800 after scaling) give NaN/inf or a crash where small ones did not."""
+    """Large scores (about 800 after scaling), or scores SPREAD apart within a row, give
+    NaN/inf or a crash where small ones did not."""
     for moderate in (moderate_masked, moderate_plain):
         if not _finite(moderate.result):
             continue
         Q, K, V = (a.copy() for a in (moderate.Q, moderate.K, moderate.V))
         Q[:, 0] += 40.0  # every scaled score gains about 800; their differences stay O(1)
         K[:, 0] += 40.0
-        large = _Probe(prober, (Q, K, V), moderate.mask)
-        if large.crashed or (large.result is not None and not _finite(large.result)):
+        for inputs in ((Q, K, V), (*_spread(moderate.Q, moderate.K), V)):
+            large = _Probe(prober, inputs, moderate.mask)
+            if large.crashed or (large.result is not None and not _finite(large.result)):
+                return True
+    return False
+
+
+def catalogued(pair, Q, K, V, mask=None) -> bool:
+    """Whether `pair`, the student's two arrays in the order returned, read in any layout a
+    student might return them in, is what attention computes on these inputs or what one of
+    `misconceptions`' models does (a value mistake, which the value tests charge). Rows a
+    model leaves without any key (NaN) are not compared; some row must be. The suite's
+    property tests ask this of their answers, so that an answer which ignores its inputs
+    (uniform weights, say) earns nothing there while a value mistake keeps them."""
+    pair = _pair(pair)
+    if pair is None:
+        return False
+    layouts = [_laid_out(pair, layout) for layout in LAYOUTS]
+    for model in all_models():
+        with np.errstate(all="ignore"):
+            expected = model(Q, K, V, mask)
+        if expected is None or np.all(np.isnan(expected[1])):
+            continue
+        if any(_agrees(answer, expected) for answer in layouts):
             return True
     return False
+
+
+def uniform_without_mask(pair, K) -> bool:
+    """Every weight 1/m: what `mask-none-broken` (the mask line run on mask=None, which
+    fills every score alike) gives without a mask, in either order of the pair."""
+    pair = _pair(pair)
+    m = K.shape[0]
+    return pair is not None and any(
+        a.ndim == 2 and m in a.shape and bool(np.allclose(a, 1 / m)) for a in pair)
 
 
 def _mutates(prober, inputs) -> bool:

@@ -28,6 +28,10 @@ from autograder.variants import root_text
 pytestmark = pytest.mark.ex2
 
 SHIFT = 800.0  # exp(800) overflows float64 (above about 709)
+# How far one score of each row of `wide_scores` stands above the row's others: subtracting
+# anything but the row's maximum (its minimum, its mean, its first score) leaves an exponent
+# above 709 even for two scores (2000 / 2), while subtracting the maximum is exact.
+SPREAD = 2000.0
 
 
 @lru_cache(maxsize=64)
@@ -50,6 +54,22 @@ def hidden_inputs(variant) -> dict[str, tuple]:
         matrix = rng.normal(size=(int(rows), int(columns)))  # (rows, columns)
         base = rng.normal(size=(int(rng.integers(2, 4)), int(rng.integers(4, 7))))
     return {"vectors": vectors, "matrix": matrix, "large_base": base}
+
+
+@lru_cache(maxsize=64)
+def wide_scores(variant) -> np.ndarray:
+    """(rows, columns): the large-scores base with one score of each row raised by SPREAD,
+    never the first column's (so that subtracting the first score overflows too). Every row
+    has its raised score, so a softmax shifting by the matrix's maximum stays exact. The
+    columns are drawn after the other inputs (the default variant's from seed 204), which
+    stay as they were."""
+    base = hidden_inputs(variant)["large_base"]  # (rows, columns)
+    rng = (np.random.default_rng(204) if variant.inputs_seed is None
+           else variant.rng("ex2 wide"))
+    raised = rng.integers(1, base.shape[1], size=base.shape[0])  # (rows,), never column 0
+    wide = base.copy()  # (rows, columns)
+    wide[np.arange(base.shape[0]), raised] += SPREAD
+    return wide
 
 
 def reference_inputs(variant) -> dict[str, tuple]:
@@ -110,7 +130,10 @@ def test_softmax_survives_large_scores(student):
     not change when every score moves by the same amount, and be softmax(z) itself (the
     reference, which subtracts the maximum) up to how it is normalised: a softmax that is
     wrong in its normalisation loses its points in the tests above, not here, while one that
-    never exponentiates (ones, z over its sum) has nothing that could overflow."""
+    never exponentiates (ones, z over its sum) has nothing that could overflow. Then scores
+    SPREAD apart within each row (`wide_scores`), where subtracting anything but the row's
+    maximum (its minimum, mean or first score) overflows, must give softmax(z) too, again up
+    to how it is normalised."""
     hint = "exp overflows above about 709; subtract the row's maximum first"
     base = hidden_inputs(student.variant)["large_base"]  # (rows, columns)
     moderate = _softmax_of(student, base, "softmax(z)")
@@ -125,6 +148,13 @@ def test_softmax_survives_large_scores(student):
     if not _normalised_like_softmax(large, base):
         raise Mismatch("softmax(z) for large z is not proportional to exp(z) along either "
                        "axis", _SOFTMAX_HINT)
+    wide = wide_scores(student.variant)  # (rows, columns)
+    for z, what in ((wide, "softmax(z)"), (wide[0], "softmax(z) for a 1-D z")):
+        what += f" for scores {SPREAD:.0f} apart within a row"
+        got = _softmax_of(student, z, what)
+        expect_finite(got, what, hint=hint)
+        if not _normalised_like_softmax(got, z):
+            raise Mismatch(f"{what} is not softmax(z)", hint)
 
 
 @pytest.mark.points(0.75)

@@ -12,7 +12,11 @@ Each test checks one property, so that one misconception costs only what it brea
   against writable inputs, repeated calls against each other, inputs before and after. Their
   inputs are square (n = m = d_k = d_v) so that code that crashes on n != m still shows its
   properties, and each answer must be a valid attention result (finite, out = attn @ V with
-  non-negative weights), so that zeros or NaN of the right shape earn nothing.
+  non-negative weights) and attention of its inputs or what a catalogued mistake computes
+  from them (`diagnoses.ex3.catalogued`), so that zeros, NaN or uniform weights of the right
+  shape earn nothing while a value mistake keeps the property points. Stability also asks
+  for scores SPREAD apart within each row (`spread_inputs`), where subtracting anything but
+  each row's maximum overflows.
 
 The two checks are graded the way a test is graded: each is handed correct causal attention
 matrices (float64 and float32, rows summing to 1 only up to rounding) and matrices broken in
@@ -47,6 +51,7 @@ from autograder.compare import (
     expect_finite,
     expect_shape,
 )
+from autograder.diagnoses.ex3 import catalogued, uniform_without_mask
 from autograder.sandbox import StudentRaised
 
 pytestmark = pytest.mark.ex3
@@ -74,6 +79,31 @@ def stability_shift(size: int) -> float:
     """The extra component that adds 800 to every scaled score of a (size, size) problem
     (shift**2 / sqrt(d_k) with d_k = size), where exp overflows float64."""
     return float(np.sqrt(800.0 * np.sqrt(size)))
+
+
+# How far one key's scaled score stands above the others' in every row of `spread_inputs`:
+# subtracting the row's minimum, mean or first score leaves an exponent above 709 (even the
+# mean of two scores is 1000 below), subtracting its maximum is exact.
+SPREAD = 2000.0
+
+
+@lru_cache(maxsize=64)
+def spread_inputs(variant):
+    """(Q, K, V) of the stability test's third call: its moderate inputs with one more
+    component, `lift` for every query and for one key (never the first, drawn after the
+    other inputs, which stay as they were: the default variant's from seed 309), 0 for the
+    others, so that every query's score on that key is SPREAD above the rest. Shape
+    (s, s + 1) for Q and K: a shape of its own (d_k = d_v + 1, n = m = d_v)."""
+    (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each
+    size = Q.shape[0]
+    rng = (np.random.default_rng(309) if variant.inputs_seed is None
+           else variant.rng("ex3 spread"))
+    key = int(rng.integers(1, size))
+    lift = float(np.sqrt(SPREAD * np.sqrt(size + 1)))  # lift**2 / sqrt(d_k) = SPREAD
+    extra_k = np.zeros((size, 1))  # (s, 1)
+    extra_k[key] = lift
+    return (np.hstack([Q, np.full((size, 1), lift)]),  # (s, s + 1)
+            np.hstack([K, extra_k]), V)  # (s, s + 1), (s, s)
 
 
 # Shapes (n, m, d_k, d_v) the notebook's self-checks and heatmap call attention with before
@@ -206,12 +236,20 @@ def output_of(result, Q, K, V, mask=None):
     return out
 
 
-def valid_answer(result, Q, K, V, what="attention's answer"):
+_UNCATALOGUED_HINT = ("the property tests need attention computed from the inputs: right, "
+                      "or wrong only by a mistake the value tests catch; fix the values first")
+
+
+def valid_answer(result, Q, K, V, what="attention's answer", mask=None, student=None):
     """The answer's two arrays, in the order returned, if they are a valid attention result.
 
     Finite, and out = attn @ V for weights that are non-negative and not all zero in any
-    row. The order of the pair and the orientation of each array are the student's own
-    business here (their tests are the value tests), so any layout that fits is accepted.
+    row; and attention of these inputs or what a catalogued mistake computes on them
+    (`diagnoses.ex3.catalogued`; without a mask, given the `student`, also
+    `_mask_none_broken`), so that an answer ignoring its inputs earns no property test while
+    a value mistake, which the value tests charge, keeps them. The order of the
+    pair and the orientation of each array are the student's own business here (their tests
+    are the value tests), so any layout that fits is accepted.
     """
     first, second = as_result(result)
     for array, name in ((first, "out"), (second, "attn")):
@@ -224,9 +262,31 @@ def valid_answer(result, Q, K, V, what="attention's answer"):
                         and np.all(weights >= -FLOAT_RESULTS.atol)
                         and np.all(weights.sum(axis=-1) > FLOAT_RESULTS.atol)
                         and close(values, weights @ V)):  # (n, m) @ (m, d_v) -> (n, d_v)
+                    _expect_catalogued((first, second), Q, K, V, mask, what, student)
                     return first, second
     raise Mismatch(f"{what} is not an attention result",
                    "attn holds non-negative weights, one row per query, and out = attn @ V")
+
+
+def _mask_none_broken(student, pair, Q, K, V) -> bool:
+    """`pair`, from a call without a mask, holds uniform weights, and the same inputs with a
+    mask give a catalogued answer: the mask line run on mask=None (`mask-none-broken`, which
+    the unmasked value tests charge), not weights that ignore the inputs."""
+    if not uniform_without_mask(pair, K):
+        return False
+    mask = checkerboard_mask(Q.shape[0], K.shape[0])  # (n, m)
+    try:
+        masked = as_result(call_attention(student, Q, K, V, mask=mask))
+    except (Mismatch, StudentRaised):
+        return False
+    return catalogued(masked, Q, K, V, mask)
+
+
+def _expect_catalogued(pair, Q, K, V, mask, what, student=None):
+    if not catalogued(pair, Q, K, V, mask) and not (
+            mask is None and student is not None and _mask_none_broken(student, pair, Q, K, V)):
+        raise Mismatch(f"{what} is neither attention of its inputs nor what a known mistake "
+                       "computes from them", _UNCATALOGUED_HINT)
 
 
 _SCALE_HINT = "attn is softmax(Q K^T / sqrt(d_k)) with the softmax along each row (the keys)"
@@ -310,7 +370,7 @@ def test_attention_output_with_mask_hiding_largest_scores(student):
 @pytest.mark.points(0.5)
 def test_attention_is_stable_at_large_scores(student):
     moderate, large = hidden_inputs(student.variant)["stability"]  # same Q K^T, + 800
-    expected = valid_answer(call_attention(student, *moderate), *moderate)
+    expected = valid_answer(call_attention(student, *moderate), *moderate, student=student)
     got = as_result(call_attention(student, *large))
     hint = "exp overflows above about 709: subtract each row's maximum score first"
     for name, a, b in zip(("out", "attn"), got, expected, strict=True):
@@ -318,12 +378,20 @@ def test_attention_is_stable_at_large_scores(student):
         if a.shape != b.shape or LARGE_SCORES.ratio(a, b) > 1:
             raise Mismatch(f"{name} changes when every score grows by the same amount "
                            "(about 800), which leaves the softmax as it was", hint)
+    Q, K, V = spread_inputs(student.variant)  # one key SPREAD above the others
+    where = f"when one key's score is {SPREAD:.0f} above the others"
+    spread = as_result(call_attention(student, Q, K, V))
+    for name, a in zip(("out", "attn"), spread, strict=True):
+        expect_finite(a, f"{name} {where}", hint=hint)
+    if not catalogued(spread, Q, K, V) and not _mask_none_broken(student, spread, Q, K, V):
+        raise Mismatch(f"attention's answer {where} is not softmax(Q K^T / sqrt(d_k)) V",
+                       hint)
 
 
 @pytest.mark.points(0.5)
 def test_attention_accepts_read_only_inputs(student):
     Q, K, V, mask = hidden_inputs(student.variant)["read_only"]  # (s, s) each
-    writable = valid_answer(call_attention(student, Q, K, V, mask=mask), Q, K, V)
+    writable = valid_answer(call_attention(student, Q, K, V, mask=mask), Q, K, V, mask=mask)
     read_only = as_result(call_attention(student, Q, K, V, mask=mask, readonly=True))
     for name, a, b in zip(("out", "attn"), read_only, writable, strict=True):
         if a.shape != b.shape or not close(a, b):
@@ -342,7 +410,7 @@ def test_attention_leaves_its_inputs_unchanged(student):
                            "inputs alone")
     if not _unchanged(kwargs.get("mask"), mask):
         raise Mismatch("attention modified the mask it was given", "build a new array instead")
-    valid_answer(result, Q, K, V)
+    valid_answer(result, Q, K, V, mask=mask)
 
 
 def _unchanged(after, before) -> bool:
@@ -357,7 +425,8 @@ def test_attention_answers_each_call_from_its_own_inputs(student):
     first, second, mask = hidden_inputs(student.variant)["stateless"]  # (s, s) each
     answers = [call_attention(student, *inputs, mask=mask)
                for inputs in (first, second, first, second)]
-    answers[0] = valid_answer(answers[0], *first)  # the first call cannot be stale yet
+    # the first call cannot be stale yet
+    answers[0] = valid_answer(answers[0], *first, mask=mask)
     answers[1:] = [as_result(answer) for answer in answers[1:]]
     for again, before in ((answers[2], answers[0]), (answers[3], answers[1])):
         if not all(close(a, b) for a, b in zip(again, before, strict=True)):

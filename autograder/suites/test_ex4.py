@@ -11,7 +11,9 @@ score matrix is never built. Each test checks one property:
   the running max must move;
 - the stability test compares the student's answer at scores near 800 with the same
   student's answer at scores lower by one constant (the online softmax's running max is
-  what makes that work);
+  what makes that work), and asks for attention where one key after the first block scores
+  SPREAD above the others (an exponent from the first block's maximum overflows there); its
+  answers must be attention or what a catalogued mistake computes (`slip_explains`);
 - the memory test runs the function at T = 2048 in the sandbox under tracemalloc, which sees
   numpy's array buffers, without and with the causal mask: the peak memory the call allocates
   must stay below a quarter of one T x T float64 matrix. tracemalloc runs in the student's
@@ -267,14 +269,52 @@ def stability_inputs(variant):
     return moderate, large
 
 
+# How far one key's scaled score stands above the others' in every row of `spread_inputs`:
+# an exponent taken from anything but the running maximum (the first block's, the first
+# score, a minimum or a mean) exceeds 709 there, the running maximum stays exact.
+SPREAD = 2000.0
+STABILITY_BLOCK = 3  # the stability test's block: fewer keys than m, so the maximum moves
+
+
+def spread_inputs(variant):
+    """(Q, K, V) of the stability test's third call: its moderate inputs with the extra
+    component set to `lift` for every query and for one key after the first block (drawn
+    after the other inputs, which stay as they were; the default variant's from seed 410),
+    0 for the others, so that every query's score on that key is SPREAD above the rest."""
+    (Q, K, V), _ = stability_inputs(variant)
+    rng = (np.random.default_rng(410) if variant.inputs_seed is None
+           else variant.rng("ex4 spread"))
+    key = int(rng.integers(STABILITY_BLOCK, K.shape[0]))  # not in the first block
+    lift = float(np.sqrt(SPREAD * np.sqrt(Q.shape[1])))  # lift**2 / sqrt(d_k) = SPREAD
+    Q, K = Q.copy(), K.copy()  # (n, d_k), (m, d_k)
+    Q[:, -1] = lift
+    K[key, -1] = lift
+    return Q, K, V
+
+
+def _explained(out, Q, K, V, block) -> bool:
+    """`out` (n, d_v) is attention of these inputs without the mask, or what a catalogued
+    mistake computes there (`slip_explains`)."""
+    rows = np.arange(Q.shape[0])  # (n,)
+    return slip_explains(out, Q, K, V, False, rows, block=block)
+
+
+_NOT_ATTENTION_HINT = ("the stability point needs attention computed from the inputs: right, "
+                       "or wrong only by a mistake the value tests catch; fix the values first")
+
+
 @pytest.mark.points(0.5)
 def test_blockwise_is_stable_at_large_scores(student):
     moderate, large = stability_inputs(student.variant)
-    first = output_of(call_blockwise(student, *moderate, False, 3), *moderate[::2])
+    block = STABILITY_BLOCK
+    first = output_of(call_blockwise(student, *moderate, False, block), *moderate[::2])
     if not _computes_something(first):
         raise Mismatch("out at moderate scores is not an answer (NaN, inf, or the same row "
                        "for every query)", _VALUES_HINT)
-    got = output_of(call_blockwise(student, *large, False, 3), *large[::2])
+    if not _explained(first, *moderate, block):
+        raise Mismatch("out at moderate scores is neither attention of its inputs nor what a "
+                       "known mistake computes from them", _NOT_ATTENTION_HINT)
+    got = output_of(call_blockwise(student, *large, False, block), *large[::2])
     hint = ("exp overflows above about 709: subtract the running maximum of each query's "
             "scores before exponentiating")
     if not np.all(np.isfinite(got)):
@@ -282,6 +322,13 @@ def test_blockwise_is_stable_at_large_scores(student):
     if LARGE_SCORES.ratio(got, first) > 1:
         raise Mismatch("out changes when every score grows by the same amount (about 800), "
                        "which leaves the softmax as it was", hint)
+    Q, K, V = spread_inputs(student.variant)
+    where = f"when one key's score, after the first block, is {SPREAD:.0f} above the others"
+    spread = output_of(call_blockwise(student, Q, K, V, False, block), Q, V)
+    if not np.all(np.isfinite(spread)):
+        raise Mismatch(f"out contains NaN or inf {where}", hint)
+    if not _explained(spread, Q, K, V, block):
+        raise Mismatch(f"out {where} is not softmax(q K^T / sqrt(d_k)) V", hint)
 
 
 def memory_inputs(variant):
@@ -332,18 +379,19 @@ MEMORY_BLOCK = 64  # the block size the memory test asks for
 CAUSAL_SLIPS = (0, -1, 1, None)
 
 
-def slip_explains(out_rows, Q, K, V, causal, rows) -> bool:
+def slip_explains(out_rows, Q, K, V, causal, rows, block=MEMORY_BLOCK) -> bool:
     """Whether `out_rows` (r, d_v) is what a catalogued mistake computes for the queries
     `rows` (`diagnoses.ex4`'s models: no rescaling, a per-block normaliser, a wrong scale;
     with the causal mask, also a mask off by one or none): a value mistake, which the value
-    tests charge, and not an answer that skips the work at the memory test's size. Rows a
-    slip leaves without any key (NaN) are not compared."""
+    tests charge, and not an answer that skips the work at the memory test's size. `block`
+    is the call's (the memory test's by default). Rows a slip leaves without any key (NaN)
+    are not compared."""
     m = K.shape[0]
     for shift in CAUSAL_SLIPS if causal else (None,):
         mask = None if shift is None else np.arange(m)[None, :] > rows[:, None] + shift
         for kwargs in slip_models():
             with np.errstate(all="ignore"):
-                model = blockwise_model(Q[rows], K, V, MEMORY_BLOCK, mask=mask, **kwargs)
+                model = blockwise_model(Q[rows], K, V, block, mask=mask, **kwargs)
                 kept = np.all(np.isfinite(model), axis=-1)  # (r,)
             if kept.any() and FLOAT_RESULTS.ratio(out_rows[kept], model[kept]) <= 1:
                 return True
@@ -356,6 +404,14 @@ def _computes_something(out) -> bool:
         rows = np.all(np.isfinite(out), axis=-1)  # (n,)
         finite = out[rows]  # (finite rows, d_v)
     return bool(rows.mean() >= 0.9 and np.ptp(finite, axis=0).max(initial=0.0) > 1e-9)
+
+
+# The memory point is for the memory of a call computing attention; an answer that is wrong
+# in a way no catalogued mistake explains may be a slip all the same: say so, and what to fix.
+_MEMORY_VALUES_HINT = ("the memory point needs the measured call's answer to be attention: "
+                       "right, or wrong only by a mistake the value tests catch, and this one "
+                       "is neither; fix the values first (the value tests show where), then "
+                       "the memory is measured again: ")
 
 
 @pytest.mark.points(1)
@@ -401,8 +457,7 @@ def test_blockwise_memory_stays_far_below_one_score_matrix(student):
         try:
             expect_close(out[rows], rows_expected(Q, K, V, causal, rows),
                          f"out of {what}, for some of its queries",
-                         hint="the call measured must compute attention itself: "
-                              + (_CAUSAL_HINT if causal else _VALUES_HINT))
+                         hint=_MEMORY_VALUES_HINT + (_CAUSAL_HINT if causal else _VALUES_HINT))
         except Mismatch:
             if not slip_explains(out[rows], Q, K, V, causal, rows):
                 raise

@@ -432,9 +432,13 @@ def _ex2_softmax_problems():
                             f"{lesson_value}.")
     with np.errstate(all="ignore"):
         big = np.asarray(softmax(np.array([1000.0, 0.0])), dtype=float)  # (2,)
+    if np.all(np.isfinite(big)):  # the largest not first: its minimum, mean, first overflow
+        with np.errstate(all="ignore"):
+            big = np.asarray(softmax(np.array([0.0, 2000.0])), dtype=float)  # (2,)
     if not np.all(np.isfinite(big)):
-        problems.append(f"softmax([1000, 0]) gives {big}: exp overflowed. Subtract the largest "
-                        "score before calling np.exp.")
+        problems.append(f"softmax([1000, 0]) or softmax([0, 2000]) gives {big}: exp "
+                        "overflowed. Subtract the largest score (not the smallest, the mean "
+                        "or the first) before calling np.exp.")
     scores = np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [8.0, 0.0, 0.0]])  # (queries, keys)
     untouched = scores.copy()
     try:
@@ -857,6 +861,19 @@ def _ex3_large_score_problems(rng):
     if np.all(np.isfinite(moderate[1])) and not np.all(np.isfinite(large[1])):
         return ["with scores near 800 your weights contain inf or NaN: exp overflowed. Subtract "
                 "each row's largest score before calling np.exp."]
+    lift = np.sqrt(4000.0)  # an extra component: every query's score on key 1 gains 2000
+    on_key_1 = np.array([[0.0], [lift], [0.0]])  # (3, 1)
+    try:
+        with np.errstate(all="ignore"):
+            spread = _ex3_call(np.hstack([Q, 0 * shift + lift]), np.hstack([K, on_key_1]), V)
+    except Exception as err:
+        return [f"attention with one score 2000 above the others raised "
+                f"{type(err).__name__}: {err}"]
+    if (not isinstance(spread, str) and np.all(np.isfinite(moderate[1]))
+            and not np.all(np.isfinite(spread[1]))):
+        return ["with one score 2000 above the others in a row your weights contain inf or "
+                "NaN: exp overflowed. Subtract each row's largest score (not its smallest, its "
+                "mean or its first) before calling np.exp."]
     return []
 
 
