@@ -1,5 +1,6 @@
 """The engine's parts on their own: the runner, the misconception models, the checks."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import sdpa_ref
+from autograder import BLAS_THREAD_VARIABLES
 from autograder.compare import Mismatch, as_array, as_number, expect_close
 from autograder.diagnoses.codes import CODES, ordered
 from autograder.diagnoses.misconceptions import Model, all_models
@@ -163,3 +165,20 @@ def test_missing_modules_are_traced_to_the_names_that_needed_them():
         "scipy": ["softmax", "p_unscaled"], "jax": ["causal_mask"]}
     assert missing_module("No module named 'sdpa_ref'") is None
     assert missing_module("No module named '\x1b[2J'") is None
+
+
+def test_the_grading_process_runs_numpy_on_one_blas_thread():
+    """More BLAS threads would spin between the suites' small calls, burning the processor a
+    submission graded beside them needs; an instructor's own setting is kept."""
+    script = ("import os, numpy as np\nimport autograder.engine\n"
+              "a = np.ones((600, 600))\nfor _ in range(5):\n    a @ a\n"
+              "print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    script = "import autograder\n" + script  # autograder first, as every entry point does
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, check=True)
+    assert done.stdout.split() == ["1", "1"]
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, check=True)
+    assert done.stdout.split()[1] == "2"

@@ -32,6 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from .. import BLAS_THREAD_VARIABLES
 from .blocker import FORBIDDEN_PACKAGES
 from .cgroups import Cgroups, SubmissionCgroup
 from .errors import IsolationUnavailable
@@ -151,8 +152,7 @@ def _font_cache_directory() -> str:
 def _zygote_environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/",
            "MPLBACKEND": "Agg", "TMPDIR": tempfile.gettempdir()}
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                 "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"):
+    for name in BLAS_THREAD_VARIABLES:
         env[name] = "1"
     return env
 
