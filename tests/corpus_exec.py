@@ -2,7 +2,8 @@
 
 Only for the corpus's correct and mistake cases, which are the kit's own code written the way
 students write; hostile cases run in the sandbox only. Used to measure tolerance margins and to
-run the notebook's self-checks on the same submissions the grader grades.
+run the notebook's self-checks on the same submissions the grader grades; `InProcessStudent`
+answers the suites and diagnoses as the sandbox would.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import warnings
 import numpy as np
 
 from autograder.corpus import Case
+from autograder.sandbox import MissingName, StudentRaised
 from autograder.submission import python_cells
 
 
@@ -43,3 +45,26 @@ def call_quietly(function, *args, **kwargs):
             return function(*args, **kwargs)
         except Exception:  # noqa: BLE001 - a crash is simply no answer
             return None
+
+
+class InProcessStudent:
+    """A corpus case's names, run in this process: values and functions as the sandbox gives
+    them (a function's exception is the student's, StudentRaised)."""
+
+    def __init__(self, namespace, variant):
+        self.namespace, self.variant = namespace, variant
+
+    def has(self, name):
+        return name in self.namespace
+
+    def value(self, name):
+        if name not in self.namespace:
+            raise MissingName(name)
+        return self.namespace[name]
+
+    def call(self, name, *args, readonly=False, **kwargs):
+        function = self.value(name)
+        result = call_quietly(function, *args, **kwargs)
+        if result is None:
+            raise StudentRaised("Exception", f"{name} raised")
+        return result

@@ -12,37 +12,23 @@ import pytest
 from autograder.compare import Mismatch
 from autograder.corpus import pieces as p
 from autograder.diagnoses import ex2 as ex2_diagnoses
-from autograder.sandbox import MemoryUse, MissingName, StudentRaised
+from autograder.sandbox import MemoryUse
 from autograder.suites import test_ex1, test_ex2, test_ex3, test_ex4
 from autograder.variants import DEFAULT, variant_for
-from tests.corpus_exec import call_quietly
+from tests.corpus_exec import InProcessStudent
 from tests.variant_sample import SEED
 
 VARIANTS = [DEFAULT, *(variant_for(SEED, "sdpa", f"gap{i}") for i in range(12))]
 IDS = ["default", *(f"gap{i}" for i in range(12))]
 
 
-class Student:
+class Student(InProcessStudent):
     """The kit's own pieces run in this process, answering as the sandbox would."""
 
     def __init__(self, *parts, variant=DEFAULT):
-        self.namespace, self.variant = {"np": np}, variant
+        super().__init__({"np": np}, variant)
         for part in parts:
             exec(part, self.namespace)
-
-    def has(self, name):
-        return name in self.namespace
-
-    def value(self, name):
-        if name not in self.namespace:
-            raise MissingName(name)
-        return self.namespace[name]
-
-    def call(self, name, *args, readonly=False, **kwargs):
-        result = call_quietly(self.value(name), *args, **kwargs)
-        if result is None:
-            raise StudentRaised("Exception", f"{name} raised")
-        return result
 
     def call_with_inputs(self, name, *args, **kwargs):
         """The answer, and the arguments as the call left them."""

@@ -25,13 +25,12 @@ from autograder.corpus import cases, classmate
 from autograder.diagnoses import diagnose_submission
 from autograder.diagnoses.ex1 import scale_slips, slip_models
 from autograder.runner import collect, run_tests
-from autograder.sandbox import MissingName, StudentRaised
 from autograder.suites import test_ex2, test_ex3, test_ex4
 from autograder.variants import DEFAULT, BadSeed, new_seed, numbers_key, variant_for
 from autograder.variants.keys import inputs_seed
 from autograder.variants.numbers import LESSON_EX1, LESSON_EX2, student_numbers
 from sdpa_course.assignment import NUMBERS_CELL
-from tests.corpus_exec import call_quietly, run_case
+from tests.corpus_exec import InProcessStudent, run_case
 from tests.variant_sample import SEED, in_notebook, released_numbers_cell
 
 REPO = Path(__file__).resolve().parents[1]
@@ -468,29 +467,6 @@ def test_the_notebook_finds_the_id_typed_then_the_graders_then_jupyterhub_s(cell
 
 
 # -- fair on every variant: the suites and diagnoses in this process -------------------------
-
-class InProcessStudent:
-    """A corpus case's names, run in this process: values and functions as the sandbox gives
-    them (a function's exception is the student's, StudentRaised)."""
-
-    def __init__(self, namespace, variant):
-        self.namespace, self.variant = namespace, variant
-
-    def has(self, name):
-        return name in self.namespace
-
-    def value(self, name):
-        if name not in self.namespace:
-            raise MissingName(name)
-        return self.namespace[name]
-
-    def call(self, name, *args, readonly=False, **kwargs):
-        function = self.value(name)
-        result = call_quietly(function, *args, **kwargs)
-        if result is None:
-            raise StudentRaised("Exception", f"{name} raised")
-        return result
-
 
 def _grade_ex12(case, variant) -> dict[str, tuple]:
     """Exercise -> (score, diagnoses, failed tests) of exercises 1 and 2, in this process."""
