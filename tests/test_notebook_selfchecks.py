@@ -71,7 +71,8 @@ def attention_factory(*, scale="sqrt", transpose=False, swap=False, mask_mode="n
 
     def attention(Q, K, V, mask=None):
         d_k = Q.shape[-1]
-        factor = {"sqrt": np.sqrt(d_k), "none": 1.0, "d_k": d_k}[scale]
+        factor = {"sqrt": np.sqrt(d_k), "none": 1.0, "d_k": d_k,
+                  "n": np.sqrt(Q.shape[0]), "m": np.sqrt(len(K))}[scale]
         if mutate:
             Q /= factor  # (n, d_k): in place, the caller's Q changes
             scores = Q @ K.T  # (n, m)
@@ -133,6 +134,21 @@ def test_ex1_spots_a_wrong_shape(cells):
     said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.707, 0.0, 1.0),
                           ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))
     assert "ex1_scores should be two numbers" in said
+
+
+def test_ex1_says_that_numbers_in_quotes_are_not_numbers(cells):
+    """The grader reads no text: the self-check must not pass what it fails (fair4)."""
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=("0.707", "0"),
+                          ex1_weights=("0.670", "0.330"), ex1_output=("0.670", "0.330"))
+    assert "ex1_scores holds text: write the numbers themselves, without quotes" in said
+    assert CLEAN not in said
+
+
+def test_ex1_asks_for_three_decimals_when_two_are_given(cells):
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.71, 0.0),
+                          ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))
+    assert "ex1_scores is right to two decimals only: give three" in said
+    assert CLEAN not in said
 
 
 # --- Exercise 2 --------------------------------------------------------------------------------
@@ -207,6 +223,24 @@ def test_ex2_numbers_spot_a_wrong_gradient_without_revealing_it(cells):
     assert "0.19" not in said and "3.35" not in said
 
 
+def test_ex2_numbers_say_that_numbers_in_quotes_are_not_numbers(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers", softmax=good_softmax,
+                          p_unscaled="0.9997", p_scaled="0.731", grad_unscaled="0.000335",
+                          grad_scaled="0.197")
+    assert "p_unscaled holds text: write the number itself, without quotes" in said
+
+
+def test_ex2_numbers_ask_for_three_figures_when_two_are_given(cells):
+    """0.73 and 0.20 are right to two figures: the self-check says so, not that the scale
+    or the derivative is wrong (fair4)."""
+    said = run_self_check(cells, "ex2_selfcheck_numbers", softmax=good_softmax,
+                          p_unscaled=1.0, p_scaled=0.73, grad_unscaled=0.00034,
+                          grad_scaled=0.20)
+    assert "p_scaled = 0.73 is right to two significant figures only: give three" in said
+    assert "grad_scaled = 0.2 is right to two significant figures only" in said
+    assert "sqrt(d_k)" not in said and "approximately" not in said
+
+
 def test_ex2_numbers_spot_a_negative_gradient(cells):
     said = run_self_check(cells, "ex2_selfcheck_numbers",
                           **numbers(lesson_weight(8.0), lesson_weight(1.0),
@@ -226,6 +260,8 @@ def good_causal_mask(T):
     (dict(swap=True), "return (out, attn)"),
     (dict(scale="none"), "the unscaled value: divide the scores by sqrt(d_k)"),
     (dict(scale="d_k"), "Check the scale 1 / sqrt(d_k)"),
+    (dict(scale="n"), "Check the scale 1 / sqrt(d_k)"),  # d_k = Q.shape[0]: wrong-scale
+    (dict(scale="m"), "Check the scale 1 / sqrt(d_k)"),  # d_k = len(K): wrong-scale
     (dict(normalise_axis=0), "did you normalise over the right axis?"),
     (dict(mask_mode="ignored"), "the mask has no effect"),
     (dict(mask_mode="zero"), "set masked scores to -inf"),

@@ -148,6 +148,13 @@ def softmax(z):
     return e / e.sum(axis=0, keepdims=True)
 """
 
+# Rows only: axis=1 raises on a 1-D z (fair4). Costs the vector test, not stability too.
+SOFTMAX_ROWS_ONLY = """
+def softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+"""
+
 SOFTMAX_NOT_NORMALIZED = """
 def softmax(z):
     return np.exp(z - z.max(axis=-1, keepdims=True))
@@ -641,6 +648,9 @@ def attention_with(*, scores="Q @ K.T / np.sqrt(Q.shape[-1])", masking="np.where
 ATTENTION_NO_SCALING = attention_with(scores="Q @ K.T")
 ATTENTION_SCALE_D_K = attention_with(scores="Q @ K.T / Q.shape[-1]")
 ATTENTION_SCALE_D_V = attention_with(scores="Q @ K.T / np.sqrt(V.shape[-1])")
+# d_k read from the wrong axis (fair4): the number of queries, or of keys
+ATTENTION_SCALE_SQRT_N = attention_with(scores="Q @ K.T / np.sqrt(Q.shape[0])")
+ATTENTION_SCALE_SQRT_M = attention_with(scores="Q @ K.T / np.sqrt(len(K))")
 ATTENTION_SOFTMAX_AXIS = attention_with(softmax_axis="0")
 ATTENTION_NOT_NORMALIZED = attention_with(normalise=False)
 ATTENTION_UNSTABLE = attention_with(stable=False)

@@ -109,16 +109,17 @@ def spread_inputs(variant):
 # Shapes (n, m, d_k, d_v) the notebook's self-checks and heatmap call attention with before
 # the hidden tests run: a drawn shape avoids them, so that an answer cached by shape (the
 # `stateful` mistake) cannot reach a hidden test from them.
-NOTEBOOK_SHAPES = frozenset({(3, 5, 4, 2), (5, 5, 4, 4), (1, 2, 64, 2), (3, 3, 4, 2),
+NOTEBOOK_SHAPES = frozenset({(3, 5, 4, 2), (5, 5, 4, 4), (3, 2, 64, 2), (3, 3, 4, 2),
                              (8, 8, 8, 8)})
 SQUARE_SIZES = (3, 5, 6, 7, 9)  # the property tests' n = m = d_k = d_v, one each
 
 
 def _value_shapes(rng) -> tuple[tuple[int, ...], ...]:
-    """(n, m, d_k, d_v) of the three value tests: without a mask n != m, causal n = m = T
-    (with d_k != T), hiding the largest scores n != m and m >= 4. Always d_k != d_v and
-    m != d_v (the orientation, the scale by sqrt(d_v) and a swapped pair all show), d_k >= 2,
-    each shape its own."""
+    """(n, m, d_k, d_v) of the three value tests: without a mask n != m, causal n = m = T,
+    hiding the largest scores n != m and m >= 4. Always d_k != d_v and m != d_v (the
+    orientation, the scale by sqrt(d_v) and a swapped pair all show), d_k != n and d_k != m
+    (d_k read from the wrong axis, Q.shape[0] or len(K), shows), d_k >= 2, each shape its
+    own."""
     shapes: list[tuple[int, ...]] = []
     for kind in ("without mask", "causal", "hiding largest"):
         while True:
@@ -128,7 +129,7 @@ def _value_shapes(rng) -> tuple[tuple[int, ...], ...]:
                 n, m = (int(x) for x in rng.choice(np.arange(2, 8), size=2, replace=False))
             d_k, d_v = (int(x) for x in rng.choice(np.arange(2, 7), size=2, replace=False))
             shape = (n, m, d_k, d_v)
-            if (m != d_v and not (kind == "causal" and d_k == n)
+            if (m != d_v and d_k not in (n, m)
                     and not (kind == "hiding largest" and m < 4)
                     and shape not in NOTEBOOK_SHAPES and shape not in shapes):
                 shapes.append(shape)
@@ -312,18 +313,67 @@ def _expect_values(got, expected, what, hint):
     expect_close(got, expected, what, hint=hint)
 
 
-def _expect_weights(student, inputs, hint):
+_OUT_HINT = ("attn is right here, so out is not attn @ V: each output row is the weighted sum "
+             "of the values, with that query's row of attn as the weights")
+_NOT_THE_MASK_HINT = ("{what} is wrong on these inputs without a mask too, so the mask is not "
+                      "the cause: " + _SCALE_HINT)
+
+
+def _right_weights(result, Q, K, V, mask) -> bool:
+    """The student's answer holds the reference weights as attn (never raises)."""
+    try:
+        attn = as_result(result)[1]
+    except Mismatch:
+        return False
+    return close(attn, sdpa_ref.attention(Q, K, V, mask)[1])
+
+
+def _wrong_without_mask(student, Q, K, V, what) -> bool:
+    """The student's own `what` ("attn" or "out") on the same inputs without a mask is wrong
+    too (never raises): then a masked test's failure is not the mask's doing."""
+    which = 1 if what == "attn" else 0
+    try:
+        got = as_result(call_attention(student, Q, K, V))[which]
+    except (Mismatch, StudentRaised):
+        return False
+    return not close(got, sdpa_ref.attention(Q, K, V)[which])
+
+
+def _cause(student, result, inputs, what, hint):
+    """The hint of a failed value test, once the student's own answers rule a cause out: out
+    wrong beside right weights is the last step's doing (whatever the mask), and a masked
+    test failing as its unmasked twin does is the computation's, not the mask's. (A
+    diagnosis, when the report has one, replaces the hint anyway.)"""
     Q, K, V, mask = inputs
+    if what == "out" and _right_weights(result, Q, K, V, mask):
+        return _OUT_HINT
+    if mask is not None and _wrong_without_mask(student, Q, K, V, what):
+        return _NOT_THE_MASK_HINT.format(what=what)
+    return hint
+
+
+def _expect_values_of(student, inputs, what, hint):
+    """Each call of the value test (`_calls`) gives `what`, "attn" or "out", as the reference."""
+    Q, K, V, mask = inputs
+    index, of = (1, weights_of) if what == "attn" else (0, output_of)
     for kwargs, call_hint in _calls(inputs, hint):
-        attn = weights_of(call_attention(student, Q, K, V, **kwargs), Q, K, V, mask)
-        _expect_values(attn, sdpa_ref.attention(Q, K, V, mask)[1], "attn", call_hint)
+        result = call_attention(student, Q, K, V, **kwargs)
+        got = of(result, Q, K, V, mask)
+        try:
+            _expect_values(got, sdpa_ref.attention(Q, K, V, mask)[index], what, call_hint)
+        except Mismatch as err:
+            if err.hint != call_hint:
+                raise  # a hint of its own (transposed, NaN): it already says what is wrong
+            raise Mismatch(err.problem, _cause(student, result, inputs, what, call_hint)) \
+                from None
+
+
+def _expect_weights(student, inputs, hint):
+    _expect_values_of(student, inputs, "attn", hint)
 
 
 def _expect_output(student, inputs, hint):
-    Q, K, V, mask = inputs
-    for kwargs, call_hint in _calls(inputs, hint):
-        out = output_of(call_attention(student, Q, K, V, **kwargs), Q, K, V, mask)
-        _expect_values(out, sdpa_ref.attention(Q, K, V, mask)[0], "out", call_hint)
+    _expect_values_of(student, inputs, "out", hint)
 
 
 @pytest.mark.points(1.5)

@@ -65,6 +65,14 @@ def _report(exercise, problems):
         print(f"{exercise} self-check: these quick checks pass. "
               "More tests run when your work is graded.")
 
+
+def _is_text(raw):
+    """Numbers written in quotes ("0.731"), which the grader does not read as numbers."""
+    if isinstance(raw, (list, tuple)):
+        return any(isinstance(x, (str, bytes)) for x in raw)
+    return isinstance(raw, (str, bytes)) or (isinstance(raw, np.ndarray)
+                                             and raw.dtype.kind in "SU")
+
 # %% [markdown]
 # ## Your numbers
 #
@@ -279,6 +287,20 @@ def _ex1_pair(raw):
     return pair.reshape(2) if pair.size == 2 and pair.squeeze().shape == (2,) else None
 
 
+def _ex1_short_answers(answers):
+    """The answers written with two decimals (0.25 for 0.2543) that three would get right."""
+    raw_scores = np.array([np.dot(EX1["q"], EX1[key]) for key in ("k1", "k2")], dtype=float)
+    exact_scores = raw_scores / np.sqrt(EX1["d_k"])  # (2,)
+    exact_weights = np.exp(exact_scores - exact_scores.max())
+    exact_weights = exact_weights / exact_weights.sum()  # (2,)
+    exact_output = exact_weights @ np.array([EX1["v1"], EX1["v2"]], dtype=float)  # (d_v,)
+    exact = {"ex1_scores": exact_scores, "ex1_weights": exact_weights, "ex1_output": exact_output}
+    return [name for name, pair in answers.items()
+            if np.all(np.abs(pair - np.round(pair, 2)) <= 1e-12)
+            and np.abs(pair - exact[name]).max() <= 1e-2 + 1e-12
+            and not np.abs(pair - exact[name]).max() <= 1e-3 + 1e-12]
+
+
 def _ex1_problems():
     if "EX1" not in globals():
         return ["your numbers are not known yet: run the cell *Your numbers* near the top."]
@@ -289,12 +311,19 @@ def _ex1_problems():
         raw = globals()[name]
         if raw is ...:
             return [f"{name} is still `...`: not answered yet."]
+        if _is_text(raw):
+            return [f"{name} holds text: write the numbers themselves, without quotes, "
+                    "such as (0.25, 0.75)."]
         pair = _ex1_pair(raw)
         if pair is None:
             return [f"{name} should be two numbers (one per key) such as (0.25, 0.75); "
                     f"got {str(raw)[:60]}."]
         answers[name] = pair
     scores, weights, output = answers.values()
+    short = _ex1_short_answers(answers)
+    if short:
+        return [f"{', '.join(short)} {'is' if len(short) == 1 else 'are'} right to two "
+                "decimals only: give three (rounded or cut)."]
     problems = []
     # The raw dot products q.k1 and q.k2 of your numbers: spot the usual slips in the scaling.
     d_k = EX1["d_k"]
@@ -506,6 +535,12 @@ def _ex2_near(value, reference):
     return abs(value - reference) <= _ex2_figure(reference) * (1 + 1e-9)
 
 
+def _ex2_short(value, reference):
+    """Right, but written with two significant figures (0.73 for 0.731), or fewer."""
+    return (value == float(f"{value:.2g}")
+            and abs(value - reference) <= 10 * _ex2_figure(reference) * (1 + 1e-9))
+
+
 def _ex2_smaller_weight_slope(gap):
     """d w2 / d s2 for scores (gap, s2) at s2 = 0, by a central difference with a tiny step."""
     step = 1e-4
@@ -523,6 +558,8 @@ def _ex2_number_problems():
         raw = globals()[name]
         if raw is ...:
             return [f"{name} is still `...`: not answered yet."]
+        if _is_text(raw):
+            return [f"{name} holds text: write the number itself, without quotes."]
         try:
             value = np.asarray(raw, dtype=float)
         except (TypeError, ValueError, OverflowError):
@@ -538,6 +575,15 @@ def _ex2_number_problems():
     lesson = (gap, d_k) == (8, 64)
     larger_unscaled = 1 / (1 + np.exp(-gap))
     larger_scaled = 1 / (1 + np.exp(-gap / np.sqrt(d_k)))
+    shown = (("p_unscaled", p_unscaled_, larger_unscaled),
+             ("p_scaled", p_scaled_, larger_scaled),
+             ("grad_unscaled", grad_unscaled_, _ex2_smaller_weight_slope(gap)),
+             ("grad_scaled", grad_scaled_, _ex2_smaller_weight_slope(gap / np.sqrt(d_k))))
+    short = [f"{name} = {value:g} is right to two significant figures only: give three."
+             for name, value, reference in shown
+             if not _ex2_near(value, reference) and _ex2_short(value, reference)]
+    if short:
+        return short
     problems = []
     if _ex2_near(p_unscaled_, 1 - larger_unscaled):
         problems.append("p_unscaled is the smaller key's weight: report the larger key's.")
@@ -787,9 +833,10 @@ def _ex3_attention_problems():
                            "own sum, so that each query's weights sum to 1."]
     if not np.abs(out - attn @ V).max() <= 1e-5:
         problems.append("out is not attn @ V: each output row is the weighted sum of the values.")
-    # The lesson's numbers: d_k = 64, raw scores (8, 0), so the scaled weight is 0.731.
-    q = np.zeros((1, 64))  # (1, d_k)
-    q[0, 0] = 8.0
+    # The lesson's numbers: d_k = 64, raw scores (8, 0), so the scaled weight is 0.731. Three
+    # alike queries and two keys, so that d_k read from another axis (n = 3, m = 2) shows.
+    q = np.zeros((3, 64))  # (3, d_k)
+    q[:, 0] = 8.0
     keys = np.zeros((2, 64))  # (2, d_k): q.k1 = 8, q.k2 = 0
     keys[0, 0] = 1.0
     try:
@@ -805,7 +852,8 @@ def _ex3_attention_problems():
                         "value: divide the scores by sqrt(d_k).")
     elif not abs(weight - 0.731) <= 1e-3:
         problems.append(f"with d_k = 64 and raw scores (8, 0) your weight is {weight:.4f}; the "
-                        "lesson gives 0.731. Check the scale 1 / sqrt(d_k).")
+                        "lesson gives 0.731. Check the scale 1 / sqrt(d_k): d_k is the "
+                        "length of each query and key (Q.shape[1]), not their number.")
     return problems + _ex3_mask_problems(rng, d_k) + _ex3_large_score_problems(rng)
 
 
