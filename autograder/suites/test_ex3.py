@@ -51,7 +51,11 @@ from autograder.compare import (
     expect_finite,
     expect_shape,
 )
-from autograder.diagnoses.ex3 import catalogued, uniform_without_mask
+from autograder.diagnoses.ex3 import (
+    catalogued,
+    catalogued_weights,
+    uniform_without_mask,
+)
 from autograder.sandbox import StudentRaised
 
 pytestmark = pytest.mark.ex3
@@ -248,7 +252,10 @@ def valid_answer(result, Q, K, V, what="attention's answer", mask=None, student=
     row; and attention of these inputs or what a catalogued mistake computes on them
     (`diagnoses.ex3.catalogued`; without a mask, given the `student`, also
     `_mask_none_broken`), so that an answer ignoring its inputs earns no property test while
-    a value mistake, which the value tests charge, keeps them. The order of the
+    a value mistake, which the value tests charge, keeps them. An out that is not
+    attn @ V is a value mistake too when attn itself is attention or a catalogued
+    mistake's weights (`diagnoses.ex3.catalogued_weights`: out scaled again, or attn
+    returned unmasked). The order of the
     pair and the orientation of each array are the student's own business here (their tests
     are the value tests), so any layout that fits is accepted.
     """
@@ -265,6 +272,8 @@ def valid_answer(result, Q, K, V, what="attention's answer", mask=None, student=
                         and close(values, weights @ V)):  # (n, m) @ (m, d_v) -> (n, d_v)
                     _expect_catalogued((first, second), Q, K, V, mask, what, student)
                     return first, second
+    if catalogued_weights((first, second), Q, K, V, mask):
+        return first, second  # right weights, out a slip of the last step: a value mistake
     raise Mismatch(f"{what} is not an attention result",
                    "attn holds non-negative weights, one row per query, and out = attn @ V")
 
@@ -433,7 +442,8 @@ def test_attention_is_stable_at_large_scores(student):
     spread = as_result(call_attention(student, Q, K, V))
     for name, a in zip(("out", "attn"), spread, strict=True):
         expect_finite(a, f"{name} {where}", hint=hint)
-    if not catalogued(spread, Q, K, V) and not _mask_none_broken(student, spread, Q, K, V):
+    if (not catalogued(spread, Q, K, V) and not catalogued_weights(spread, Q, K, V)
+            and not _mask_none_broken(student, spread, Q, K, V)):
         raise Mismatch(f"attention's answer {where} is not softmax(Q K^T / sqrt(d_k)) V",
                        hint)
 
