@@ -411,6 +411,27 @@ def test_ex4_self_check_reports_the_release_stub_and_a_pair(cells):
     assert "not a pair" in run_self_check(cells, "ex4_selfcheck", attention_blockwise=pair)
 
 
+def test_ex4_self_check_warns_when_a_call_at_the_graders_size_is_slow(cells):
+    """The grader stops a call after 5 s: a blockwise loop slow at T = 2048 is told so rather
+    than passed (fair4). The slowness is 2.6 s of this thread's processor time, which is
+    what the self-check counts, so the check does not depend on the machine's load."""
+    import time
+
+    from autograder.corpus import pieces
+
+    right = blockwise(pieces.BLOCKWISE_KEYS)
+
+    def slow(Q, K, V, causal=False, block=64):
+        if Q.shape[0] == 2048 and not causal:
+            end = time.thread_time() + 2.6
+            while time.thread_time() < end:  # busy, like a Python loop over every key
+                pass
+        return right(Q, K, V, causal=causal, block=block)
+
+    said = run_self_check(cells, "ex4_selfcheck", attention_blockwise=slow)
+    assert "the grader stops a call after 5 s" in said and CLEAN not in said
+
+
 def test_ex4_self_check_leaves_tracemalloc_as_it_found_it(cells):
     import tracemalloc
 

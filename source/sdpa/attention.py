@@ -39,6 +39,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import sys
+import time  # Exercise 4's self-check times one call at the grader's size, too
 import tracemalloc  # Exercise 4's self-check measures memory the way the grader does
 
 import matplotlib.pyplot as plt
@@ -1265,7 +1266,8 @@ _show_attention_memory()
 # is never to build an $(n, m)$ array, neither the scores nor the weights nor a mask. `block`
 # need not divide the number of keys. When graded, your function runs at $T = 2048$ and the
 # memory it allocates is measured: it must stay below a quarter of one $T \times T$ float64
-# matrix (8 MiB).
+# matrix (8 MiB). It must also finish in a few seconds (the grader stops a call after 5): work
+# on a whole block of keys at once with numpy, not key by key in Python.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_attention_blockwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention_blockwise(Q, K, V, causal=False, block=64):
@@ -1405,8 +1407,12 @@ def _ex4_memory_problems():
         tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
         try:
+            # processor time of this thread, as the grader counts (waiting for a processor
+            # excluded); numpy's own worker threads are not this thread's, and not slow
+            started = time.thread_time()
             with np.errstate(all="ignore"):
                 attention_blockwise(Q, K, V, causal=causal, block=64)
+            seconds = time.thread_time() - started
             peak = tracemalloc.get_traced_memory()[1] - before
         except Exception as err:
             return [f"attention_blockwise at T = {T} raised {type(err).__name__}: {err}"]
@@ -1417,6 +1423,11 @@ def _ex4_memory_problems():
             return [f"at T = {T} (causal={causal}) your function allocated {peak / 2**20:.1f} MiB "
                     f"at once, more than {limit // 2**20} MiB: it holds a whole (T, T) array "
                     "(scores, weights or mask). Keep one block at a time."]
+        if seconds > 2.5:  # half the grader's limit: its machine may be slower than yours
+            return [f"at T = {T} (causal={causal}) your function took {seconds:.1f} s; the "
+                    "grader stops a call after 5 s, on a machine that may be slower than "
+                    "yours. Work on a whole block of keys at once with numpy, not key by key "
+                    "in Python."]
     return []
 
 
