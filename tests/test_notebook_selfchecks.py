@@ -144,6 +144,33 @@ def test_ex1_says_that_numbers_in_quotes_are_not_numbers(cells):
     assert CLEAN not in said
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_self_checks_say_when_an_answer_is_of_a_type_the_grader_cannot_read(cells):
+    """np.matrix, Fraction, Decimal, a namedtuple: the grader's sandbox returns plain types
+    only (unsupported-type), so the self-checks must not pass them (fair4)."""
+    from collections import namedtuple
+    from decimal import Decimal
+    from fractions import Fraction
+
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=np.matrix([[0.707, 0.0]]),
+                          ex1_weights=(Decimal("0.670"), Decimal("0.330")),
+                          ex1_output=(0.670, 0.330))
+    assert "ex1_scores holds a numpy.matrix, which the grader cannot read" in said
+    said = run_self_check(cells, "ex2_selfcheck_numbers", softmax=good_softmax,
+                          p_unscaled=Fraction(9997, 10000), p_scaled=0.731,
+                          grad_unscaled=0.000335, grad_scaled=0.197)
+    assert "p_unscaled holds a fractions.Fraction, which the grader cannot read" in said
+    pair = namedtuple("Pair", "out attn")
+    right = attention_factory()
+    said = run_self_check(cells, "ex3_selfcheck_attention", softmax=good_softmax,
+                          attention=lambda *args, **kwargs: pair(*right(*args, **kwargs)))
+    assert "which the grader cannot read" in said and CLEAN not in said
+    for plain in ((0.707, 0.0), [np.float32(0.707), np.int64(0)], np.array([0.707, 0.0])):
+        said = run_self_check(cells, "ex1_selfcheck", ex1_scores=plain,
+                              ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))
+        assert CLEAN in said, plain
+
+
 def test_ex1_asks_for_three_decimals_when_two_are_given(cells):
     said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.71, 0.0),
                           ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))

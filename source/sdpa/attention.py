@@ -67,6 +67,33 @@ def _report(exercise, problems):
               "More tests run when your work is graded.")
 
 
+def _not_plain(value, depth=0):
+    """The type of the first part of `value` the grader cannot read, or "": it reads plain
+    numbers, lists, tuples and numpy arrays, by their exact types (a Fraction, a namedtuple,
+    an np.matrix or a masked array are not; convert them with float, tuple or np.asarray)."""
+    kind = type(value)
+    if value is None or kind in (bool, int, float, complex, str):
+        return ""
+    if kind is np.ndarray or (isinstance(value, np.generic) and kind.__module__ == "numpy"
+                              and np.dtype(kind).kind in "biufc"):
+        return ""
+    if kind in (list, tuple):
+        if depth > 3:
+            return ""
+        return next((name for item in value[:10_000] if (name := _not_plain(item, depth + 1))),
+                    "")
+    module = getattr(kind, "__module__", "")
+    plain_name = module in ("builtins", "__main__")
+    return kind.__qualname__ if plain_name else f"{module}.{kind.__qualname__}"
+
+
+def _plain_problem(name, value):
+    """What to say when `name`'s value is of a type the grader cannot read, or ""."""
+    found = _not_plain(value)
+    return (f"{name} holds a {found}, which the grader cannot read: give plain numbers, lists, "
+            "tuples or numpy arrays (float(...), tuple(...), np.asarray(...)).") if found else ""
+
+
 def _is_text(raw):
     """Numbers written in quotes ("0.731"), which the grader does not read as numbers."""
     if isinstance(raw, (list, tuple)):
@@ -315,6 +342,8 @@ def _ex1_problems():
         if _is_text(raw):
             return [f"{name} holds text: write the numbers themselves, without quotes, "
                     "such as (0.25, 0.75)."]
+        if _plain_problem(name, raw):
+            return [_plain_problem(name, raw)]
         pair = _ex1_pair(raw)
         if pair is None:
             return [f"{name} should be two numbers (one per key) such as (0.25, 0.75); "
@@ -561,6 +590,8 @@ def _ex2_number_problems():
             return [f"{name} is still `...`: not answered yet."]
         if _is_text(raw):
             return [f"{name} holds text: write the number itself, without quotes."]
+        if _plain_problem(name, raw):
+            return [_plain_problem(name, raw)]
         try:
             value = np.asarray(raw, dtype=float)
         except (TypeError, ValueError, OverflowError):
@@ -768,9 +799,8 @@ def _ex3_call(*args, **kwargs):
     result = attention(*args, **kwargs)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         return "attention should return the pair (out, attn)."
-    if any(isinstance(x, np.ndarray) and type(x) is not np.ndarray for x in result):
-        return ("attention returns a numpy subclass (a masked array?): return plain numpy "
-                "arrays, which is what gets graded.")
+    if _plain_problem("attention's answer", result):
+        return _plain_problem("attention's answer", result)
     try:
         return tuple(np.asarray(x, dtype=float) for x in result)
     except (TypeError, ValueError, OverflowError):
@@ -1304,6 +1334,8 @@ def _ex4_out(*args, **kwargs):
     result = attention_blockwise(*args, **kwargs)
     if isinstance(result, (tuple, list)):
         return "attention_blockwise should return out alone, not a pair: there is no attn."
+    if _plain_problem("attention_blockwise's answer", result):
+        return _plain_problem("attention_blockwise's answer", result)
     try:
         return np.asarray(result, dtype=float)
     except (TypeError, ValueError):
