@@ -417,6 +417,8 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _ex4_mistake("ex4-per-block-normaliser", "the running output divided by the total at "
                      "every block", p.BLOCKWISE_PER_BLOCK_NORMALISER, BLOCKWISE_VALUES,
                      "blockwise-per-block-normaliser"),
+        _ex4_mistake("ex4-not-divided", "the running weighted sum returned, never divided by "
+                     "the total", p.BLOCKWISE_NOT_DIVIDED, BLOCKWISE_VALUES, "not-normalized"),
         _ex4_mistake("ex4-causal-off-by-one", "key j hidden when j >= t: a query misses itself",
                      p.BLOCKWISE_CAUSAL_OFF_BY_ONE, BLOCKWISE_CAUSAL,
                      "blockwise-causal-off-by-one"),

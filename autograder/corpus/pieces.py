@@ -458,7 +458,7 @@ def blockwise_with(*, mask="np.where(future, -np.inf, scores)", rescale=True,
     grow = "np.exp(running_max - new_max)" if rescale and stable else "1.0"
     shift = "new_max[:, None]" if stable else "0.0"
     divide_each_block = "        acc = acc / total[:, None]\n" if normalise == "per block" else ""
-    result = "acc" if normalise == "per block" else "acc / total[:, None]"
+    result = "acc" if normalise in ("per block", "never") else "acc / total[:, None]"
     cast = f"    Q, K, V = (np.asarray(x, dtype=np.{dtype}) for x in (Q, K, V))\n" if dtype else ""
     return f"""
 def attention_blockwise(Q, K, V, causal=False, block=64):
@@ -532,6 +532,7 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
 """
 BLOCKWISE_NO_RESCALE = blockwise_with(rescale=False)
 BLOCKWISE_PER_BLOCK_NORMALISER = blockwise_with(normalise="per block")
+BLOCKWISE_NOT_DIVIDED = blockwise_with(normalise="never")  # acc returned as it is (fair4)
 BLOCKWISE_CAUSAL_OFF_BY_ONE = blockwise_with(mask="np.where(np.arange(start, stop)[None, :] "
                                                   ">= np.arange(n)[:, None], -np.inf, scores)")
 BLOCKWISE_CAUSAL_IGNORED = blockwise_with(mask="scores")

@@ -89,7 +89,7 @@ WORDING: dict[str, Wording] = {
         "the number of queries or keys: d_k is Q.shape[-1], not Q.shape[0]).",
         "scaling"),
     "not-normalized": Wording(
-        "ex1, ex2, ex3", "weights do not sum to 1",
+        "ex1, ex2, ex3, ex4", "weights do not sum to 1",
         "The attention weights do not sum to 1. Each row of weights must be a softmax over "
         "the keys: exponentiate, then divide by the row's sum.",
         "lookup"),
