@@ -149,3 +149,28 @@ def test_a_slip_in_the_last_step_keeps_the_property_points(variant):
     # right weights beside an out of zeros: the out tests are lost, and the weights were work
     zeros = Student(p.SOFTMAX_STABLE, ZERO_OUTPUT, variant=variant)
     assert _hint(test_ex3.test_attention_output_without_mask, zeros) is not None
+
+
+# -- exercise 3(c): a tolerance earns the same point however it is compared --------------------
+
+def _rows_check(tolerance, how):
+    compare = {"<": f"np.all(np.abs(sums - 1) < {tolerance})",
+               "<=": f"np.all(np.abs(sums - 1) <= {tolerance})",
+               "allclose": f"np.allclose(sums, 1.0, atol={tolerance})",
+               "isclose": f"all(math.isclose(s, 1.0, abs_tol={tolerance}) for s in sums)"}[how]
+    return ("import math\n\ndef rows_sum_to_one(attn):\n"
+            "    sums = np.asarray(attn, dtype=float).sum(axis=-1)\n"
+            f"    return bool({compare})\n")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_a_tolerance_for_the_rows_earns_the_same_point_however_it_is_compared(variant):
+    """The short row sums to 0.995: 1e-2 (far beyond rounding) misses it with <, <= and
+    np.allclose alike, 1e-3 and 1e-5 catch it every way. At 0.99 a strict < 1e-2 earned the
+    point and np.allclose(atol=1e-2) lost it (fair4)."""
+    rows = test_ex3.test_rows_sum_to_one_passes_attention_and_fails_broken_rows
+    for how in ("<", "<=", "allclose", "isclose"):
+        assert _hint(rows, Student(_rows_check(1e-2, how), variant=variant)) is not None, how
+        for tolerance in (1e-3, 1e-5):
+            student = Student(_rows_check(tolerance, how), variant=variant)
+            assert _hint(rows, student) is None, (how, tolerance)

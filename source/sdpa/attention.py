@@ -1078,12 +1078,12 @@ _EX3_CORRECT = (
 )
 _EX3_BASE = _ex3_weights(4, 6, np.float64)  # (6, 6): the broken matrices start from it
 _EX3_SHORT_ROW, _EX3_LEAK, _EX3_NAN = _EX3_BASE.copy(), _EX3_BASE.copy(), _EX3_BASE.copy()
-_EX3_SHORT_ROW[2] *= 0.99  # row 2 sums to 0.99
+_EX3_SHORT_ROW[2] *= 0.995  # row 2 sums to 0.995: a tolerance of 1e-2 misses it
 _EX3_LEAK[1, 4], _EX3_LEAK[1, 1] = 1e-6, _EX3_LEAK[1, 1] - 1e-6  # a future key gets 1e-6
 _EX3_NAN[0] = np.nan  # a fully masked row under a -inf fill
 _EX3_BROKEN = {
     "rows_sum_to_one": (
-        (_EX3_SHORT_ROW, "a matrix whose row 2 sums to 0.99"),
+        (_EX3_SHORT_ROW, "a matrix whose row 2 sums to 0.995"),
         (_EX3_BASE.T.copy(), "a transposed causal matrix (its columns sum to 1, not its rows)"),
         (_EX3_NAN, "a matrix whose first row is NaN"),
     ),
