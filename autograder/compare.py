@@ -103,6 +103,28 @@ def significant_figures(reference: float, figures: int = 3) -> float:
     return 10.0 ** (exponent - figures + 1) * (1 + 1e-9)
 
 
+def fewer_figures(value: float, reference: float, figures: int = 3) -> bool:
+    """`value` is `reference` given to fewer significant figures than asked, rounded or cut:
+    written with at most `figures` - 1 of them (0.73, 0.00034, 1.0) and within one unit of
+    the last. Not a wrong computation: its message says to give more figures."""
+    if not (math.isfinite(value) and math.isfinite(reference)) or reference == 0:
+        return False
+    return (value == float(f"{value:.{figures - 1}g}")
+            and abs(value - reference) <= significant_figures(reference, figures - 1))
+
+
+def fewer_decimals(values, expected, decimals: int = 3) -> bool:
+    """Every one of `values` is its `expected` given to fewer decimals than asked, rounded or
+    cut (0.71 for 0.7071): written with at most `decimals` - 1 of them, within one unit of
+    the last."""
+    unit = 10.0 ** -(decimals - 1)
+    with np.errstate(all="ignore"):
+        values, expected = np.asarray(values, dtype=float), np.asarray(expected, dtype=float)
+        return bool(values.shape == expected.shape and np.all(np.isfinite(values))
+                    and np.all(np.abs(values - np.round(values, decimals - 1)) <= 1e-12)
+                    and np.all(np.abs(values - expected) <= unit * (1 + 1e-9)))
+
+
 class Mismatch(AssertionError):
     """A check failed; `str(self)` is the message shown to the student.
 
@@ -140,11 +162,18 @@ def numbers(value) -> np.ndarray | None:
         return None
 
 
+# Numbers written in quotes: the notebook's self-checks say the same (they never read text).
+_TEXT_HINT = "write the numbers themselves, without quotes"
+
+
 def as_array(value, what: str, *, dtype_kind: str = "numbers") -> np.ndarray:
     """The answer as an ndarray, or a Mismatch when it is not numbers (or booleans)."""
     if value is None:
         raise Mismatch(f"{what} is None", "did you forget to return or assign it?")
-    if isinstance(value, (str, bytes, dict, set)):
+    if isinstance(value, (str, bytes)):
+        raise Mismatch(f"{what} should be {dtype_kind}, got text ({_type_name(value)})",
+                       _TEXT_HINT)
+    if isinstance(value, (dict, set)):
         raise Mismatch(f"{what} should be {dtype_kind}, got {_type_name(value)}")
     try:
         arr = np.asarray(value)
@@ -157,6 +186,9 @@ def as_array(value, what: str, *, dtype_kind: str = "numbers") -> np.ndarray:
         if arr.dtype != np.bool_:
             raise Mismatch(f"{what} should be an array of booleans (True = masked out), "
                            f"got {_type_name(arr)}")
+    elif arr.dtype.kind in "SU":
+        raise Mismatch(f"{what} should hold real numbers, got text ({_type_name(arr)})",
+                       _TEXT_HINT)
     elif arr.dtype.kind not in "iuf":
         kind = "numbers too large for a float" if arr.dtype.kind == "O" else _type_name(arr)
         raise Mismatch(f"{what} should hold real numbers, got {kind}")
@@ -198,7 +230,7 @@ def as_pair(value, what: str, *, hint: str = "") -> np.ndarray:
     """Two numbers, shape (2,): a list or tuple of two numbers, or an array of 2 values
     in any layout that squeezes to (2,), such as (1, 2)."""
     if isinstance(value, (list, tuple)) and len(value) == 2:
-        return np.array([as_number(v, f"each number of {what}") for v in value])
+        return np.array([as_number(v, what) for v in value])
     arr = as_floats(value, what)
     if arr.size == 2:  # two values squeeze to (2,) whatever their layout
         return arr.reshape(2)

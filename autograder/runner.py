@@ -139,7 +139,8 @@ def describe_student_error(err) -> str:
         return (f"the submission's time budget was used up before or while {during}: look "
                 "for slow or endless loops in your cells and functions")
     if code == "timeout":
-        return f"your code ran out of time while {during}: look for an endless loop"
+        return (f"your code ran out of time while {during}: look for an endless loop, or "
+                "for Python loops doing what numpy could do a whole block at a time")
     if code == "memory-limit":
         return f"your code used too much memory while {during}"
     if code == "forbidden-import":

@@ -243,7 +243,9 @@ SELF_CHECK_SAYS = {
     ("ex4", "mask-ignored"): ("every query sees every key",),
     ("ex4", "unstable-softmax"): ("exp overflowed",),
     ("ex4", "blockwise-quadratic-memory"): ("it holds a whole (T, T) array",),
-    ("ex3", "unsupported-type"): ("return plain numpy arrays",),
+    ("ex1", "unsupported-type"): ("which the grader cannot read",),
+    ("ex2", "unsupported-type"): ("which the grader cannot read",),
+    ("ex3", "unsupported-type"): ("which the grader cannot read",),
 }
 # How a failure shows when the self-check cannot run the code (any of the phrases).
 FAILURE_SAYS = {"missing-name": ("is not defined",), "syntax-error": ("is not defined",),

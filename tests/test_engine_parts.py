@@ -12,6 +12,7 @@ import sdpa_ref
 from autograder import BLAS_THREAD_VARIABLES
 from autograder.compare import Mismatch, as_array, as_number, expect_close
 from autograder.diagnoses.codes import CODES, ordered
+from autograder.diagnoses.ex3 import MASKED
 from autograder.diagnoses.misconceptions import Model, all_models
 from autograder.runner import SuiteTest, collect, run_tests
 from autograder.sandbox import MissingName, StudentRaised
@@ -79,13 +80,16 @@ def test_correct_model_is_the_reference():
 
 
 def test_each_single_mistake_changes_the_answer_on_a_masked_probe():
-    rng = np.random.default_rng(1)  # n = m = d_k, where even Q^T K runs
+    """On one of the diagnosis's masked probes at least: n = m = d_k, where even Q^T K runs,
+    and n != m != d_k, where d_k read from the wrong axis (n or m) shows."""
+    rng = np.random.default_rng(1)
     Q, K, V = rng.normal(size=(4, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
-    mask = sdpa_ref.causal_mask(4)
-    correct = Model()(Q, K, V, mask)
+    probes = ((Q, K, V, sdpa_ref.causal_mask(4)),
+              *((*inputs, mask) for inputs, mask in MASKED))
     for model in (m for m in all_models() if m.deviations == 1):
-        attn = model(Q, K, V, mask)[1]
-        assert not np.allclose(attn, correct[1], equal_nan=True), model
+        changed = [not np.allclose(answer[1], Model()(*probe)[1], equal_nan=True)
+                   for probe in probes if (answer := model(*probe)) is not None]
+        assert any(changed), model
 
 
 def test_models_come_simplest_first_and_name_known_codes():

@@ -71,7 +71,8 @@ def attention_factory(*, scale="sqrt", transpose=False, swap=False, mask_mode="n
 
     def attention(Q, K, V, mask=None):
         d_k = Q.shape[-1]
-        factor = {"sqrt": np.sqrt(d_k), "none": 1.0, "d_k": d_k}[scale]
+        factor = {"sqrt": np.sqrt(d_k), "none": 1.0, "d_k": d_k,
+                  "n": np.sqrt(Q.shape[0]), "m": np.sqrt(len(K))}[scale]
         if mutate:
             Q /= factor  # (n, d_k): in place, the caller's Q changes
             scores = Q @ K.T  # (n, m)
@@ -133,6 +134,48 @@ def test_ex1_spots_a_wrong_shape(cells):
     said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.707, 0.0, 1.0),
                           ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))
     assert "ex1_scores should be two numbers" in said
+
+
+def test_ex1_says_that_numbers_in_quotes_are_not_numbers(cells):
+    """The grader reads no text: the self-check must not pass what it fails (fair4)."""
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=("0.707", "0"),
+                          ex1_weights=("0.670", "0.330"), ex1_output=("0.670", "0.330"))
+    assert "ex1_scores holds text: write the numbers themselves, without quotes" in said
+    assert CLEAN not in said
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_self_checks_say_when_an_answer_is_of_a_type_the_grader_cannot_read(cells):
+    """np.matrix, Fraction, Decimal, a namedtuple: the grader's sandbox returns plain types
+    only (unsupported-type), so the self-checks must not pass them (fair4)."""
+    from collections import namedtuple
+    from decimal import Decimal
+    from fractions import Fraction
+
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=np.matrix([[0.707, 0.0]]),
+                          ex1_weights=(Decimal("0.670"), Decimal("0.330")),
+                          ex1_output=(0.670, 0.330))
+    assert "ex1_scores holds a numpy.matrix, which the grader cannot read" in said
+    said = run_self_check(cells, "ex2_selfcheck_numbers", softmax=good_softmax,
+                          p_unscaled=Fraction(9997, 10000), p_scaled=0.731,
+                          grad_unscaled=0.000335, grad_scaled=0.197)
+    assert "p_unscaled holds a fractions.Fraction, which the grader cannot read" in said
+    pair = namedtuple("Pair", "out attn")
+    right = attention_factory()
+    said = run_self_check(cells, "ex3_selfcheck_attention", softmax=good_softmax,
+                          attention=lambda *args, **kwargs: pair(*right(*args, **kwargs)))
+    assert "which the grader cannot read" in said and CLEAN not in said
+    for plain in ((0.707, 0.0), [np.float32(0.707), np.int64(0)], np.array([0.707, 0.0])):
+        said = run_self_check(cells, "ex1_selfcheck", ex1_scores=plain,
+                              ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))
+        assert CLEAN in said, plain
+
+
+def test_ex1_asks_for_three_decimals_when_two_are_given(cells):
+    said = run_self_check(cells, "ex1_selfcheck", ex1_scores=(0.71, 0.0),
+                          ex1_weights=(0.670, 0.330), ex1_output=(0.670, 0.330))
+    assert "ex1_scores is right to two decimals only: give three" in said
+    assert CLEAN not in said
 
 
 # --- Exercise 2 --------------------------------------------------------------------------------
@@ -207,6 +250,24 @@ def test_ex2_numbers_spot_a_wrong_gradient_without_revealing_it(cells):
     assert "0.19" not in said and "3.35" not in said
 
 
+def test_ex2_numbers_say_that_numbers_in_quotes_are_not_numbers(cells):
+    said = run_self_check(cells, "ex2_selfcheck_numbers", softmax=good_softmax,
+                          p_unscaled="0.9997", p_scaled="0.731", grad_unscaled="0.000335",
+                          grad_scaled="0.197")
+    assert "p_unscaled holds text: write the number itself, without quotes" in said
+
+
+def test_ex2_numbers_ask_for_three_figures_when_two_are_given(cells):
+    """0.73 and 0.20 are right to two figures: the self-check says so, not that the scale
+    or the derivative is wrong (fair4)."""
+    said = run_self_check(cells, "ex2_selfcheck_numbers", softmax=good_softmax,
+                          p_unscaled=1.0, p_scaled=0.73, grad_unscaled=0.00034,
+                          grad_scaled=0.20)
+    assert "p_scaled = 0.73 is right to two significant figures only: give three" in said
+    assert "grad_scaled = 0.2 is right to two significant figures only" in said
+    assert "sqrt(d_k)" not in said and "approximately" not in said
+
+
 def test_ex2_numbers_spot_a_negative_gradient(cells):
     said = run_self_check(cells, "ex2_selfcheck_numbers",
                           **numbers(lesson_weight(8.0), lesson_weight(1.0),
@@ -226,6 +287,8 @@ def good_causal_mask(T):
     (dict(swap=True), "return (out, attn)"),
     (dict(scale="none"), "the unscaled value: divide the scores by sqrt(d_k)"),
     (dict(scale="d_k"), "Check the scale 1 / sqrt(d_k)"),
+    (dict(scale="n"), "Check the scale 1 / sqrt(d_k)"),  # d_k = Q.shape[0]: wrong-scale
+    (dict(scale="m"), "Check the scale 1 / sqrt(d_k)"),  # d_k = len(K): wrong-scale
     (dict(normalise_axis=0), "did you normalise over the right axis?"),
     (dict(mask_mode="ignored"), "the mask has no effect"),
     (dict(mask_mode="zero"), "set masked scores to -inf"),
@@ -293,7 +356,7 @@ def good_future_check(attn):
     (dict(rows_sum_to_one=lambda a: np.allclose(a.sum(axis=0), 1.0)),
      "rows_sum_to_one returned False for a correct float64 causal attention matrix. A correct"),
     (dict(rows_sum_to_one=lambda a: bool(np.all(np.abs(a.sum(axis=-1) - 1) < 0.05))),
-     "rows_sum_to_one returned True for a matrix whose row 2 sums to 0.99"),
+     "rows_sum_to_one returned True for a matrix whose row 2 sums to 0.995"),
     (dict(rows_sum_to_one=lambda a: not np.any(np.abs(a.sum(axis=-1) - 1) > 1e-5)),
      "rows_sum_to_one returned True for a matrix whose first row is NaN"),
     (dict(rows_sum_to_one=lambda a: np.isclose(a.sum(axis=-1), 1.0)),
@@ -373,6 +436,27 @@ def test_ex4_self_check_reports_the_release_stub_and_a_pair(cells):
         return right(Q, K, V, causal=causal, block=block), None
 
     assert "not a pair" in run_self_check(cells, "ex4_selfcheck", attention_blockwise=pair)
+
+
+def test_ex4_self_check_warns_when_a_call_at_the_graders_size_is_slow(cells):
+    """The grader stops a call after 5 s: a blockwise loop slow at T = 2048 is told so rather
+    than passed (fair4). The slowness is 2.6 s of this thread's processor time, which is
+    what the self-check counts, so the check does not depend on the machine's load."""
+    import time
+
+    from autograder.corpus import pieces
+
+    right = blockwise(pieces.BLOCKWISE_KEYS)
+
+    def slow(Q, K, V, causal=False, block=64):
+        if Q.shape[0] == 2048 and not causal:
+            end = time.thread_time() + 2.6
+            while time.thread_time() < end:  # busy, like a Python loop over every key
+                pass
+        return right(Q, K, V, causal=causal, block=block)
+
+    said = run_self_check(cells, "ex4_selfcheck", attention_blockwise=slow)
+    assert "the grader stops a call after 5 s" in said and CLEAN not in said
 
 
 def test_ex4_self_check_leaves_tracemalloc_as_it_found_it(cells):

@@ -181,14 +181,14 @@ def test_the_default_variant_keeps_the_lesson_s_check_matrices():
     assert np.array_equal(transposed, base.T) and np.isnan(nan_row[0]).all()
     for broken, row in ((short, 3), (first, 0), (last, 7)):
         assert np.array_equal(np.delete(broken, row, axis=0), np.delete(base, row, axis=0))
-        assert np.array_equal(broken[row], base[row] * 0.99)
+        assert np.array_equal(broken[row], base[row] * test_ex3.SHORT_ROW)
     leak, unmasked, _, _, adjacent, corner = (attn for attn, _ in matrices.future_broken)
     assert np.argwhere(leak != base).tolist() == [[2, 2], [2, 5]]
     assert np.argwhere(adjacent != base).tolist() == [[5, 5], [5, 6]]
     assert np.argwhere(corner != base).tolist() == [[0, 0], [0, 7]]
     assert np.array_equal(unmasked, _lesson_weights(317, 8, np.float64, causal=False))
     assert [what for _, what in matrices.rows_broken][0].endswith(
-        "whose fourth row sums to a hundredth less than 1")
+        "whose fourth row sums to half a hundredth less than 1")
     assert "whose first row is NaN" in matrices.rows_broken[2][1]
 
 
@@ -232,10 +232,10 @@ def test_every_students_broken_check_matrices_are_broken_in_the_stated_fact_only
         for attn, what in matrices.rows_broken + matrices.future_broken:
             assert (attn.shape, attn.dtype) in correct_kinds, (student, what)
         short, transposed, nan_row = matrices.rows_broken[:3]
-        # one row sums to a hundredth less than 1, the one named; the future stays zero
+        # one row sums to half a hundredth less than 1, the one named; the future stays zero
         off = np.flatnonzero(np.abs(_row_sums(short[0]) - 1) > ROUNDING)
         assert off.tolist() == [_named_row(short[1])], (student, short[1])
-        assert abs(_row_sums(short[0])[off[0]] - 0.99) <= ROUNDING
+        assert abs(_row_sums(short[0])[off[0]] - test_ex3.SHORT_ROW) <= ROUNDING
         assert not np.triu(short[0], k=1).any()
         assert np.array_equal(transposed[0], base.T)
         # a row of NaN, the one named, the others untouched

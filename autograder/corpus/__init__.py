@@ -278,6 +278,10 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                    fails={"ex2": ("softmax_survives_large_scores",)})
           for shift, piece in (("min", p.SOFTMAX_SUBTRACT_MIN), ("mean", p.SOFTMAX_SUBTRACT_MEAN),
                                ("first", p.SOFTMAX_SUBTRACT_FIRST))),
+        _mistake("ex2-softmax-rows-only", "softmax along axis=1: raises on a 1-D z",
+                 *correct_ex1, p.SOFTMAX_ROWS_ONLY, ex2_rounded, *CORRECT_EX3,
+                 lose={"ex2": 1}, codes={"ex2": ("crashed",)},
+                 fails={"ex2": ("softmax_of_a_vector_matches_reference",)}),
         _mistake("ex2-softmax-axis", "softmax normalised down the columns",
                  *correct_ex1, p.SOFTMAX_AXIS_0, ex2_rounded, *CORRECT_EX3,
                  lose={"ex2": 1}, codes={"ex2": ("softmax-axis",)},
@@ -319,6 +323,12 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                                p.ATTENTION_SCALE_D_K, 5.5, VALUES, "wrong-scale"),
         _ex3_attention_mistake("ex3-scale-d-v", "scores divided by sqrt(d_v)",
                                p.ATTENTION_SCALE_D_V, 5.5, VALUES, "wrong-scale"),
+        _ex3_attention_mistake("ex3-scale-sqrt-n", "scores divided by sqrt(Q.shape[0]), the "
+                               "number of queries", p.ATTENTION_SCALE_SQRT_N, 5.5, VALUES,
+                               "wrong-scale"),
+        _ex3_attention_mistake("ex3-scale-sqrt-m", "scores divided by sqrt(len(K)), the "
+                               "number of keys", p.ATTENTION_SCALE_SQRT_M, 5.5, VALUES,
+                               "wrong-scale"),
         _ex3_attention_mistake("ex3-softmax-axis", "softmax over the queries",
                                p.ATTENTION_SOFTMAX_AXIS, 5.5, VALUES, "softmax-axis"),
         _ex3_attention_mistake("ex3-not-normalized", "weights never divided by their sum",
@@ -407,6 +417,8 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _ex4_mistake("ex4-per-block-normaliser", "the running output divided by the total at "
                      "every block", p.BLOCKWISE_PER_BLOCK_NORMALISER, BLOCKWISE_VALUES,
                      "blockwise-per-block-normaliser"),
+        _ex4_mistake("ex4-not-divided", "the running weighted sum returned, never divided by "
+                     "the total", p.BLOCKWISE_NOT_DIVIDED, BLOCKWISE_VALUES, "not-normalized"),
         _ex4_mistake("ex4-causal-off-by-one", "key j hidden when j >= t: a query misses itself",
                      p.BLOCKWISE_CAUSAL_OFF_BY_ONE, BLOCKWISE_CAUSAL,
                      "blockwise-causal-off-by-one"),

@@ -148,6 +148,13 @@ def softmax(z):
     return e / e.sum(axis=0, keepdims=True)
 """
 
+# Rows only: axis=1 raises on a 1-D z (fair4). Costs the vector test, not stability too.
+SOFTMAX_ROWS_ONLY = """
+def softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+"""
+
 SOFTMAX_NOT_NORMALIZED = """
 def softmax(z):
     return np.exp(z - z.max(axis=-1, keepdims=True))
@@ -451,7 +458,7 @@ def blockwise_with(*, mask="np.where(future, -np.inf, scores)", rescale=True,
     grow = "np.exp(running_max - new_max)" if rescale and stable else "1.0"
     shift = "new_max[:, None]" if stable else "0.0"
     divide_each_block = "        acc = acc / total[:, None]\n" if normalise == "per block" else ""
-    result = "acc" if normalise == "per block" else "acc / total[:, None]"
+    result = "acc" if normalise in ("per block", "never") else "acc / total[:, None]"
     cast = f"    Q, K, V = (np.asarray(x, dtype=np.{dtype}) for x in (Q, K, V))\n" if dtype else ""
     return f"""
 def attention_blockwise(Q, K, V, causal=False, block=64):
@@ -525,6 +532,7 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
 """
 BLOCKWISE_NO_RESCALE = blockwise_with(rescale=False)
 BLOCKWISE_PER_BLOCK_NORMALISER = blockwise_with(normalise="per block")
+BLOCKWISE_NOT_DIVIDED = blockwise_with(normalise="never")  # acc returned as it is (fair4)
 BLOCKWISE_CAUSAL_OFF_BY_ONE = blockwise_with(mask="np.where(np.arange(start, stop)[None, :] "
                                                   ">= np.arange(n)[:, None], -np.inf, scores)")
 BLOCKWISE_CAUSAL_IGNORED = blockwise_with(mask="scores")
@@ -641,6 +649,9 @@ def attention_with(*, scores="Q @ K.T / np.sqrt(Q.shape[-1])", masking="np.where
 ATTENTION_NO_SCALING = attention_with(scores="Q @ K.T")
 ATTENTION_SCALE_D_K = attention_with(scores="Q @ K.T / Q.shape[-1]")
 ATTENTION_SCALE_D_V = attention_with(scores="Q @ K.T / np.sqrt(V.shape[-1])")
+# d_k read from the wrong axis (fair4): the number of queries, or of keys
+ATTENTION_SCALE_SQRT_N = attention_with(scores="Q @ K.T / np.sqrt(Q.shape[0])")
+ATTENTION_SCALE_SQRT_M = attention_with(scores="Q @ K.T / np.sqrt(len(K))")
 ATTENTION_SOFTMAX_AXIS = attention_with(softmax_axis="0")
 ATTENTION_NOT_NORMALIZED = attention_with(normalise=False)
 ATTENTION_UNSTABLE = attention_with(stable=False)

@@ -85,10 +85,11 @@ WORDING: dict[str, Wording] = {
     "wrong-scale": Wording(
         "ex1, ex2, ex3, ex4", "scaled, but by the wrong factor (d_k, sqrt(d_v), …)",
         "The scores are scaled, but by the wrong factor. The factor is 1/sqrt(d_k), with d_k "
-        "the dimension of the keys and queries (not d_k itself, not the values' d_v).",
+        "the dimension of the keys and queries (not d_k itself, not the values' d_v, nor "
+        "the number of queries or keys: d_k is Q.shape[-1], not Q.shape[0]).",
         "scaling"),
     "not-normalized": Wording(
-        "ex1, ex2, ex3", "weights do not sum to 1",
+        "ex1, ex2, ex3, ex4", "weights do not sum to 1",
         "The attention weights do not sum to 1. Each row of weights must be a softmax over "
         "the keys: exponentiate, then divide by the row's sum.",
         "lookup"),

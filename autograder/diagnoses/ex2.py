@@ -15,7 +15,14 @@ from __future__ import annotations
 import numpy as np
 
 import sdpa_ref
-from autograder.compare import FLOAT_RESULTS, Mismatch, as_number, numbers, significant_figures
+from autograder.compare import (
+    FLOAT_RESULTS,
+    Mismatch,
+    as_number,
+    fewer_figures,
+    numbers,
+    significant_figures,
+)
 from autograder.diagnoses.probe import Prober
 from autograder.variants.shown import read_shown
 
@@ -138,6 +145,8 @@ def _gradient_codes(numbers, grad_unscaled, grad_scaled, p_unscaled, p_scaled) -
             codes.add("no-scaling")
         elif kind == "scaled" and _same(value, right["scaled"] / np.sqrt(numbers.d_k)):
             codes.add("raw-score-gradient")  # chain rule through s / sqrt(d_k): the raw score's
+        elif fewer_figures(value, right[kind]):
+            continue  # right, given to two figures: the test says to give three
         elif value * right[kind] > 0 and abs(value - right[kind]) <= IMPRECISE * right[kind]:
             codes.add("imprecise-gradient")
         else:

@@ -295,6 +295,40 @@ def catalogued(pair, Q, K, V, mask=None) -> bool:
     return False
 
 
+def catalogued_weights(pair, Q, K, V, mask=None) -> bool:
+    """Weaker than `catalogued`, for answers whose out is not their attn @ V: one array of
+    `pair` holds, either way round, the weights that attention or one of `misconceptions`'
+    models computes on these inputs, and the other is finite with out's shape (n, d_v),
+    either way round. A slip in the last step alone (out scaled again, out computed from
+    other weights than the attn returned) is a value mistake, which the value tests charge;
+    weights that ignore the inputs are still nothing here."""
+    pair = _pair(pair)
+    if pair is None:
+        return False
+    (n, m), d_v = (Q.shape[0], K.shape[0]), V.shape[1]
+    for weights, values in (pair, pair[::-1]):
+        if values.shape not in ((n, d_v), (d_v, n)) or not np.all(np.isfinite(values)):
+            continue
+        for attn in (weights, weights.T):
+            if attn.shape == (n, m) and np.all(np.isfinite(attn)) and _modelled(attn, Q, K, V,
+                                                                                  mask):
+                return True
+    return False
+
+
+def _modelled(attn, Q, K, V, mask) -> bool:
+    """`attn` is what some model computes as weights, on the rows the model defines."""
+    for model in all_models():
+        with np.errstate(all="ignore"):
+            expected = model(Q, K, V, mask)
+        if expected is None:
+            continue
+        rows = ~np.any(np.isnan(expected[1]), axis=-1)  # (n,)
+        if rows.any() and FLOAT_RESULTS.ratio(attn[rows], expected[1][rows]) <= 1:
+            return True
+    return False
+
+
 def uniform_without_mask(pair, K) -> bool:
     """Every weight 1/m: what `mask-none-broken` (the mask line run on mask=None, which
     fills every score alike) gives without a mask, in either order of the pair."""

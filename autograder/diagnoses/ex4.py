@@ -40,7 +40,8 @@ RESCALES = {"both": "", "neither": "blockwise-no-rescale", "sum only": "blockwis
             "output only": "blockwise-no-rescale"}
 NORMALISERS = {"at the end": "", "inside the loop": "blockwise-per-block-normaliser",
                "sum of blocks": "blockwise-per-block-normaliser",
-               "mean of blocks": "blockwise-per-block-normaliser"}
+               "mean of blocks": "blockwise-per-block-normaliser",
+               "never": "not-normalized"}  # acc returned, never divided by the total
 SCALES = {"sqrt(d_k)": "", "none": "no-scaling", "d_k": "wrong-scale"}
 
 
@@ -73,7 +74,9 @@ def blockwise_model(Q, K, V, block, *, rescale="both", normaliser="at the end",
         return np.sum(per_block, axis=0)  # (n, d_v)
     if normaliser == "mean of blocks":
         return np.mean(per_block, axis=0)  # (n, d_v)
-    return acc if normaliser == "inside the loop" else acc / total[:, None]  # (n, d_v)
+    if normaliser in ("inside the loop", "never"):
+        return acc  # (n, d_v)
+    return acc / total[:, None]  # (n, d_v)
 
 
 def slip_models() -> list[dict]:

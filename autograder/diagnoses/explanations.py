@@ -147,6 +147,9 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
                                                 "keep the running sums unnormalised and divide "
                                                 "by the total of all the weights once, after "
                                                 "the last block"),
+    ("ex4", "not-normalized"): (EX4_VALUES | EX4_MEMORY,
+                                "out is the running weighted sum of the values: divide it by "
+                                "the running total of the weights, once, after the last block"),
     ("ex4", "blockwise-causal-off-by-one"): (EX4_CAUSAL | EX4_MEMORY,
                                              "the causal boundary is off by one: query t sees "
                                              "keys 0 to t, itself included, and not key t + 1; "

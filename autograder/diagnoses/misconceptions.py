@@ -22,6 +22,9 @@ SCALES = {
     "1/d_k": "wrong-scale",
     "1/sqrt(d_v)": "wrong-scale",
     "sqrt(d_k)": "wrong-scale",
+    # d_k read from the wrong axis: Q.shape[0] or len(Q) (the queries), len(K) (the keys)
+    "1/sqrt(n)": "wrong-scale",
+    "1/sqrt(m)": "wrong-scale",
 }
 MASKING = {
     "fill -inf": "",
@@ -66,7 +69,8 @@ class Model:
         """(out, attn) as this model computes them, or None where it would crash."""
         (n, d_k), (m, d_v) = Q.shape, V.shape
         factor = {"1/sqrt(d_k)": 1 / math.sqrt(d_k), "none": 1.0, "1/d_k": 1 / d_k,
-                  "1/sqrt(d_v)": 1 / math.sqrt(d_v), "sqrt(d_k)": math.sqrt(d_k)}[self.scale]
+                  "1/sqrt(d_v)": 1 / math.sqrt(d_v), "sqrt(d_k)": math.sqrt(d_k),
+                  "1/sqrt(n)": 1 / math.sqrt(n), "1/sqrt(m)": 1 / math.sqrt(m)}[self.scale]
         if self.orientation == "K Q^T":
             if n != m:
                 return None  # (m, n) weights cannot multiply V (m, d_v): the code crashes

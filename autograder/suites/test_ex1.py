@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import sdpa_ref
-from autograder.compare import CARRIED_FORWARD, HAND, Mismatch, as_pair
+from autograder.compare import CARRIED_FORWARD, HAND, Mismatch, as_pair, fewer_decimals
 from autograder.diagnoses.ex1 import scale_slips
 from autograder.sandbox import StudentError
 from autograder.variants import root_text
@@ -26,6 +26,8 @@ from autograder.variants import root_text
 pytestmark = pytest.mark.ex1
 
 _PAIR_HINT = "write the two numbers, one per key, e.g. (0.5, 0.5)"
+_TWO_DECIMALS = ("right to two decimals only: give three (rounded or cut), as the exercise "
+                 "asks")
 
 
 def _pair(student, name):
@@ -57,8 +59,10 @@ def _own_slip(scores, numbers) -> bool:
 @pytest.mark.points(1)
 def test_scores(student):
     numbers = student.variant.ex1
-    if not _near(_pair(student, "ex1_scores"), numbers.expected()["ex1_scores"], HAND):
+    scores, expected = _pair(student, "ex1_scores"), numbers.expected()["ex1_scores"]
+    if not _near(scores, expected, HAND):
         raise Mismatch("ex1_scores is wrong to three decimals",
+                       _TWO_DECIMALS if fewer_decimals(scores, expected) else
                        f"each score is q·k_i divided by sqrt(d_k) = {root_text(numbers.d_k)}")
 
 
@@ -72,6 +76,8 @@ def test_weights(student):
     if (scores is not None and _own_slip(scores, numbers)
             and _near(weights, sdpa_ref.softmax(scores), CARRIED_FORWARD)):
         return  # the softmax of the student's own scores: the step itself is right
+    if fewer_decimals(weights, numbers.expected()["ex1_weights"]):
+        raise Mismatch("ex1_weights is wrong to three decimals", _TWO_DECIMALS)
     raise Mismatch("ex1_weights is not the softmax of your ex1_scores",
                    "the weights are exp(s_i) / (exp(s_1) + exp(s_2)), and sum to 1")
 
@@ -96,18 +102,22 @@ def _carries_forward(weights, scores, numbers) -> bool:
 @pytest.mark.points(1)
 def test_output(student):
     numbers = student.variant.ex1
-    output = _pair(student, "ex1_output")
-    if _near(output, numbers.expected()["ex1_output"], HAND):
+    output, expected = _pair(student, "ex1_output"), numbers.expected()["ex1_output"]
+    if _near(output, expected, HAND):
         return
     weights = _own(student, "ex1_weights")
-    if not _carries_forward(weights, _own(student, "ex1_scores"), numbers):
+    carries = _carries_forward(weights, _own(student, "ex1_scores"), numbers)
+    if carries:
+        with np.errstate(all="ignore"):
+            carried = weights @ numbers.values  # (2,) @ (2, d_v) -> (d_v,)
+        # the weighted sum of the student's own weights, each rounded on its own
+        if _near(output, carried, 2 * HAND):
+            return
+    if fewer_decimals(output, expected):
+        raise Mismatch("ex1_output is wrong to three decimals", _TWO_DECIMALS)
+    if not carries:
         raise Mismatch("ex1_output is wrong to three decimals",
                        "the output is w1 * v1 + w2 * v2 with the softmax weights, which lie "
                        "between 0 and 1 and sum to 1")
-    with np.errstate(all="ignore"):
-        carried = weights @ numbers.values  # (2,) @ (2, d_v) -> (d_v,)
-    # the weighted sum of the student's own weights, each rounded on its own
-    if _near(output, carried, 2 * HAND):
-        return
     raise Mismatch("ex1_output is not the weighted sum of the values with your ex1_weights",
                    "the output is w1 * v1 + w2 * v2, a vector of the values' size")

@@ -21,8 +21,10 @@ from autograder.compare import (
     expect_close,
     expect_finite,
     expect_shape,
+    fewer_figures,
     significant_figures,
 )
+from autograder.sandbox import StudentRaised
 from autograder.variants import root_text
 
 pytestmark = pytest.mark.ex2
@@ -92,6 +94,9 @@ def _softmax_of(student, z, what):
 def _expect_figures(student, name, reference, hint):
     got = as_number(student.value(name), name)
     if not abs(got - reference) <= significant_figures(reference):
+        if fewer_figures(got, reference):
+            hint = ("right to two significant figures only: give three (rounded or cut), as "
+                    "the exercise asks")
         raise Mismatch(f"{name} is not right to three significant figures", hint)
 
 
@@ -124,6 +129,17 @@ def _normalised_like_softmax(got, z) -> bool:
     return False
 
 
+def _handles_a_vector(student, z) -> bool:
+    """softmax(z) of a moderate 1-D z runs, keeps z's shape and is softmax(z) up to how it is
+    normalised. A softmax that cannot take 1-D input at all (axis=1, a reshape to a column)
+    loses the vector test for it, not stability too: then only its 2-D calls are judged."""
+    try:
+        got = _softmax_of(student, z, "softmax(z) for a 1-D z")
+    except (Mismatch, StudentRaised):
+        return False
+    return _normalised_like_softmax(got, z)
+
+
 @pytest.mark.points(1)
 def test_softmax_survives_large_scores(student):
     """Stability: softmax(z + 800) must equal the student's own softmax(z), since softmax does
@@ -133,13 +149,14 @@ def test_softmax_survives_large_scores(student):
     never exponentiates (ones, z over its sum) has nothing that could overflow. Then scores
     SPREAD apart within each row (`wide_scores`), where subtracting anything but the row's
     maximum (its minimum, mean or first score) overflows, must give softmax(z) too, again up
-    to how it is normalised."""
+    to how it is normalised: as a matrix, and as one row when the softmax takes 1-D input
+    at all (`_handles_a_vector`)."""
     hint = "exp overflows above about 709; subtract the row's maximum first"
     base = hidden_inputs(student.variant)["large_base"]  # (rows, columns)
     moderate = _softmax_of(student, base, "softmax(z)")
     expect_finite(moderate, "softmax(z)")
     if not np.any(np.asarray(moderate, dtype=float) > 0):
-        raise Mismatch("softmax(z) is all zeros", _SOFTMAX_HINT)
+        raise Mismatch("softmax(z) has no positive weight", _SOFTMAX_HINT)
     large = _softmax_of(student, base + SHIFT, "softmax(z) for large z")
     expect_finite(large, "softmax(z) for large z", hint=hint)
     expect_close(large, moderate, "softmax(z) for large z", tolerance=LARGE_SCORES,
@@ -149,7 +166,10 @@ def test_softmax_survives_large_scores(student):
         raise Mismatch("softmax(z) for large z is not proportional to exp(z) along either "
                        "axis", _SOFTMAX_HINT)
     wide = wide_scores(student.variant)  # (rows, columns)
-    for z, what in ((wide, "softmax(z)"), (wide[0], "softmax(z) for a 1-D z")):
+    spread = [(wide, "softmax(z)")]
+    if _handles_a_vector(student, base[0]):
+        spread.append((wide[0], "softmax(z) for a 1-D z"))
+    for z, what in spread:
         what += f" for scores {SPREAD:.0f} apart within a row"
         got = _softmax_of(student, z, what)
         expect_finite(got, what, hint=hint)

@@ -51,7 +51,11 @@ from autograder.compare import (
     expect_finite,
     expect_shape,
 )
-from autograder.diagnoses.ex3 import catalogued, uniform_without_mask
+from autograder.diagnoses.ex3 import (
+    catalogued,
+    catalogued_weights,
+    uniform_without_mask,
+)
 from autograder.sandbox import StudentRaised
 
 pytestmark = pytest.mark.ex3
@@ -109,16 +113,17 @@ def spread_inputs(variant):
 # Shapes (n, m, d_k, d_v) the notebook's self-checks and heatmap call attention with before
 # the hidden tests run: a drawn shape avoids them, so that an answer cached by shape (the
 # `stateful` mistake) cannot reach a hidden test from them.
-NOTEBOOK_SHAPES = frozenset({(3, 5, 4, 2), (5, 5, 4, 4), (1, 2, 64, 2), (3, 3, 4, 2),
+NOTEBOOK_SHAPES = frozenset({(3, 5, 4, 2), (5, 5, 4, 4), (3, 2, 64, 2), (3, 3, 4, 2),
                              (8, 8, 8, 8)})
 SQUARE_SIZES = (3, 5, 6, 7, 9)  # the property tests' n = m = d_k = d_v, one each
 
 
 def _value_shapes(rng) -> tuple[tuple[int, ...], ...]:
-    """(n, m, d_k, d_v) of the three value tests: without a mask n != m, causal n = m = T
-    (with d_k != T), hiding the largest scores n != m and m >= 4. Always d_k != d_v and
-    m != d_v (the orientation, the scale by sqrt(d_v) and a swapped pair all show), d_k >= 2,
-    each shape its own."""
+    """(n, m, d_k, d_v) of the three value tests: without a mask n != m, causal n = m = T,
+    hiding the largest scores n != m and m >= 4. Always d_k != d_v and m != d_v (the
+    orientation, the scale by sqrt(d_v) and a swapped pair all show), d_k != n and d_k != m
+    (d_k read from the wrong axis, Q.shape[0] or len(K), shows), d_k >= 2, each shape its
+    own."""
     shapes: list[tuple[int, ...]] = []
     for kind in ("without mask", "causal", "hiding largest"):
         while True:
@@ -128,7 +133,7 @@ def _value_shapes(rng) -> tuple[tuple[int, ...], ...]:
                 n, m = (int(x) for x in rng.choice(np.arange(2, 8), size=2, replace=False))
             d_k, d_v = (int(x) for x in rng.choice(np.arange(2, 7), size=2, replace=False))
             shape = (n, m, d_k, d_v)
-            if (m != d_v and not (kind == "causal" and d_k == n)
+            if (m != d_v and d_k not in (n, m)
                     and not (kind == "hiding largest" and m < 4)
                     and shape not in NOTEBOOK_SHAPES and shape not in shapes):
                 shapes.append(shape)
@@ -247,7 +252,10 @@ def valid_answer(result, Q, K, V, what="attention's answer", mask=None, student=
     row; and attention of these inputs or what a catalogued mistake computes on them
     (`diagnoses.ex3.catalogued`; without a mask, given the `student`, also
     `_mask_none_broken`), so that an answer ignoring its inputs earns no property test while
-    a value mistake, which the value tests charge, keeps them. The order of the
+    a value mistake, which the value tests charge, keeps them. An out that is not
+    attn @ V is a value mistake too when attn itself is attention or a catalogued
+    mistake's weights (`diagnoses.ex3.catalogued_weights`: out scaled again, or attn
+    returned unmasked). The order of the
     pair and the orientation of each array are the student's own business here (their tests
     are the value tests), so any layout that fits is accepted.
     """
@@ -264,6 +272,8 @@ def valid_answer(result, Q, K, V, what="attention's answer", mask=None, student=
                         and close(values, weights @ V)):  # (n, m) @ (m, d_v) -> (n, d_v)
                     _expect_catalogued((first, second), Q, K, V, mask, what, student)
                     return first, second
+    if catalogued_weights((first, second), Q, K, V, mask):
+        return first, second  # right weights, out a slip of the last step: a value mistake
     raise Mismatch(f"{what} is not an attention result",
                    "attn holds non-negative weights, one row per query, and out = attn @ V")
 
@@ -312,18 +322,67 @@ def _expect_values(got, expected, what, hint):
     expect_close(got, expected, what, hint=hint)
 
 
-def _expect_weights(student, inputs, hint):
+_OUT_HINT = ("attn is right here, so out is not attn @ V: each output row is the weighted sum "
+             "of the values, with that query's row of attn as the weights")
+_NOT_THE_MASK_HINT = ("{what} is wrong on these inputs without a mask too, so the mask is not "
+                      "the cause: " + _SCALE_HINT)
+
+
+def _right_weights(result, Q, K, V, mask) -> bool:
+    """The student's answer holds the reference weights as attn (never raises)."""
+    try:
+        attn = as_result(result)[1]
+    except Mismatch:
+        return False
+    return close(attn, sdpa_ref.attention(Q, K, V, mask)[1])
+
+
+def _wrong_without_mask(student, Q, K, V, what) -> bool:
+    """The student's own `what` ("attn" or "out") on the same inputs without a mask is wrong
+    too (never raises): then a masked test's failure is not the mask's doing."""
+    which = 1 if what == "attn" else 0
+    try:
+        got = as_result(call_attention(student, Q, K, V))[which]
+    except (Mismatch, StudentRaised):
+        return False
+    return not close(got, sdpa_ref.attention(Q, K, V)[which])
+
+
+def _cause(student, result, inputs, what, hint):
+    """The hint of a failed value test, once the student's own answers rule a cause out: out
+    wrong beside right weights is the last step's doing (whatever the mask), and a masked
+    test failing as its unmasked twin does is the computation's, not the mask's. (A
+    diagnosis, when the report has one, replaces the hint anyway.)"""
     Q, K, V, mask = inputs
+    if what == "out" and _right_weights(result, Q, K, V, mask):
+        return _OUT_HINT
+    if mask is not None and _wrong_without_mask(student, Q, K, V, what):
+        return _NOT_THE_MASK_HINT.format(what=what)
+    return hint
+
+
+def _expect_values_of(student, inputs, what, hint):
+    """Each call of the value test (`_calls`) gives `what`, "attn" or "out", as the reference."""
+    Q, K, V, mask = inputs
+    index, of = (1, weights_of) if what == "attn" else (0, output_of)
     for kwargs, call_hint in _calls(inputs, hint):
-        attn = weights_of(call_attention(student, Q, K, V, **kwargs), Q, K, V, mask)
-        _expect_values(attn, sdpa_ref.attention(Q, K, V, mask)[1], "attn", call_hint)
+        result = call_attention(student, Q, K, V, **kwargs)
+        got = of(result, Q, K, V, mask)
+        try:
+            _expect_values(got, sdpa_ref.attention(Q, K, V, mask)[index], what, call_hint)
+        except Mismatch as err:
+            if err.hint != call_hint:
+                raise  # a hint of its own (transposed, NaN): it already says what is wrong
+            raise Mismatch(err.problem, _cause(student, result, inputs, what, call_hint)) \
+                from None
+
+
+def _expect_weights(student, inputs, hint):
+    _expect_values_of(student, inputs, "attn", hint)
 
 
 def _expect_output(student, inputs, hint):
-    Q, K, V, mask = inputs
-    for kwargs, call_hint in _calls(inputs, hint):
-        out = output_of(call_attention(student, Q, K, V, **kwargs), Q, K, V, mask)
-        _expect_values(out, sdpa_ref.attention(Q, K, V, mask)[0], "out", call_hint)
+    _expect_values_of(student, inputs, "out", hint)
 
 
 @pytest.mark.points(1.5)
@@ -383,7 +442,8 @@ def test_attention_is_stable_at_large_scores(student):
     spread = as_result(call_attention(student, Q, K, V))
     for name, a in zip(("out", "attn"), spread, strict=True):
         expect_finite(a, f"{name} {where}", hint=hint)
-    if not catalogued(spread, Q, K, V) and not _mask_none_broken(student, spread, Q, K, V):
+    if (not catalogued(spread, Q, K, V) and not catalogued_weights(spread, Q, K, V)
+            and not _mask_none_broken(student, spread, Q, K, V)):
         raise Mismatch(f"attention's answer {where} is not softmax(Q K^T / sqrt(d_k)) V",
                        hint)
 
@@ -496,7 +556,7 @@ class CheckPlan:
     `small64`, `small32`: a correct float64 and float32 matrix; `medium32`, `medium64`: a
     larger one of each; `base`: the float64 matrix the broken ones start from (a correct one
     of its own shape and dtype is handed out too). `scaled_row`'s weights are multiplied by
-    0.99; `leak` = (t, j), j > t, receives 1e-6 taken from (t, t); `nan_row` is NaN, never
+    SHORT_ROW; `leak` = (t, j), j > t, receives 1e-6 taken from (t, t); `nan_row` is NaN, never
     the last row, which has no future key: a NaN there would break only the rows' sums, and
     the matrix is handed to both checks. `adjacent_leak` = t: (t, t + 1), just above the
     diagonal, receives 1e-6 the same way.
@@ -524,7 +584,10 @@ DEFAULT_CHECK_PLAN = CheckPlan(small64=6, small32=7, medium32=64, medium64=48, b
 SMALL_SIZES = range(4, 11)  # T of the small matrices, the base among them (ordinal words)
 MEDIUM_SIZES = range(40, 81)  # T of the larger float64 and float32 matrices
 LEAK = 1e-6  # the weight a leaking matrix puts on one future key
-SHORT_ROW = 0.99  # the factor of the scaled row: it sums to a hundredth less than 1
+# The factor of the scaled row: it sums to half a hundredth less than 1, so that a tolerance
+# of 1e-2 misses it however it is compared (<, <=, np.allclose's atol), not only some ways,
+# and one of 1e-3 (beyond any float rounding, but tight enough) catches it every way (fair4).
+SHORT_ROW = 0.995
 
 
 # A correct matrix's rows sum to 1 within this (float32 rounding over at most 80 weights),
@@ -633,7 +696,7 @@ def check_matrices(variant) -> CheckMatrices:
                           "rows do not, and its weights sit above the diagonal)")
     nan_row = (_nan_row(base, plan.nan_row), f"a causal attention matrix whose "
                f"{row_named(plan.nan_row)} is NaN (a fully masked row under a -inf fill)")
-    short = "sums to a hundredth less than 1"
+    short = "sums to half a hundredth less than 1"
     T, adjacent = plan.base, plan.adjacent_leak
     rows_broken = (
         (_scaled_row(base, plan.scaled_row, SHORT_ROW), f"a causal attention matrix whose "

@@ -39,6 +39,7 @@
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import sys
+import time  # Exercise 4's self-check times one call at the grader's size, too
 import tracemalloc  # Exercise 4's self-check measures memory the way the grader does
 
 import matplotlib.pyplot as plt
@@ -64,6 +65,41 @@ def _report(exercise, problems):
     else:
         print(f"{exercise} self-check: these quick checks pass. "
               "More tests run when your work is graded.")
+
+
+def _not_plain(value, depth=0):
+    """The type of the first part of `value` the grader cannot read, or "": it reads plain
+    numbers, lists, tuples and numpy arrays, by their exact types (a Fraction, a namedtuple,
+    an np.matrix or a masked array are not; convert them with float, tuple or np.asarray)."""
+    kind = type(value)
+    if value is None or kind in (bool, int, float, complex, str):
+        return ""
+    if kind is np.ndarray or (isinstance(value, np.generic) and kind.__module__ == "numpy"
+                              and np.dtype(kind).kind in "biufc"):
+        return ""
+    if kind in (list, tuple):
+        if depth > 3:
+            return ""
+        return next((name for item in value[:10_000] if (name := _not_plain(item, depth + 1))),
+                    "")
+    module = getattr(kind, "__module__", "")
+    plain_name = module in ("builtins", "__main__")
+    return kind.__qualname__ if plain_name else f"{module}.{kind.__qualname__}"
+
+
+def _plain_problem(name, value):
+    """What to say when `name`'s value is of a type the grader cannot read, or ""."""
+    found = _not_plain(value)
+    return (f"{name} holds a {found}, which the grader cannot read: give plain numbers, lists, "
+            "tuples or numpy arrays (float(...), tuple(...), np.asarray(...)).") if found else ""
+
+
+def _is_text(raw):
+    """Numbers written in quotes ("0.731"), which the grader does not read as numbers."""
+    if isinstance(raw, (list, tuple)):
+        return any(isinstance(x, (str, bytes)) for x in raw)
+    return isinstance(raw, (str, bytes)) or (isinstance(raw, np.ndarray)
+                                             and raw.dtype.kind in "SU")
 
 # %% [markdown]
 # ## Your numbers
@@ -279,6 +315,20 @@ def _ex1_pair(raw):
     return pair.reshape(2) if pair.size == 2 and pair.squeeze().shape == (2,) else None
 
 
+def _ex1_short_answers(answers):
+    """The answers written with two decimals (0.25 for 0.2543) that three would get right."""
+    raw_scores = np.array([np.dot(EX1["q"], EX1[key]) for key in ("k1", "k2")], dtype=float)
+    exact_scores = raw_scores / np.sqrt(EX1["d_k"])  # (2,)
+    exact_weights = np.exp(exact_scores - exact_scores.max())
+    exact_weights = exact_weights / exact_weights.sum()  # (2,)
+    exact_output = exact_weights @ np.array([EX1["v1"], EX1["v2"]], dtype=float)  # (d_v,)
+    exact = {"ex1_scores": exact_scores, "ex1_weights": exact_weights, "ex1_output": exact_output}
+    return [name for name, pair in answers.items()
+            if np.all(np.abs(pair - np.round(pair, 2)) <= 1e-12)
+            and np.abs(pair - exact[name]).max() <= 1e-2 + 1e-12
+            and not np.abs(pair - exact[name]).max() <= 1e-3 + 1e-12]
+
+
 def _ex1_problems():
     if "EX1" not in globals():
         return ["your numbers are not known yet: run the cell *Your numbers* near the top."]
@@ -289,12 +339,21 @@ def _ex1_problems():
         raw = globals()[name]
         if raw is ...:
             return [f"{name} is still `...`: not answered yet."]
+        if _is_text(raw):
+            return [f"{name} holds text: write the numbers themselves, without quotes, "
+                    "such as (0.25, 0.75)."]
+        if _plain_problem(name, raw):
+            return [_plain_problem(name, raw)]
         pair = _ex1_pair(raw)
         if pair is None:
             return [f"{name} should be two numbers (one per key) such as (0.25, 0.75); "
                     f"got {str(raw)[:60]}."]
         answers[name] = pair
     scores, weights, output = answers.values()
+    short = _ex1_short_answers(answers)
+    if short:
+        return [f"{', '.join(short)} {'is' if len(short) == 1 else 'are'} right to two "
+                "decimals only: give three (rounded or cut)."]
     problems = []
     # The raw dot products q.k1 and q.k2 of your numbers: spot the usual slips in the scaling.
     d_k = EX1["d_k"]
@@ -506,6 +565,12 @@ def _ex2_near(value, reference):
     return abs(value - reference) <= _ex2_figure(reference) * (1 + 1e-9)
 
 
+def _ex2_short(value, reference):
+    """Right, but written with two significant figures (0.73 for 0.731), or fewer."""
+    return (value == float(f"{value:.2g}")
+            and abs(value - reference) <= 10 * _ex2_figure(reference) * (1 + 1e-9))
+
+
 def _ex2_smaller_weight_slope(gap):
     """d w2 / d s2 for scores (gap, s2) at s2 = 0, by a central difference with a tiny step."""
     step = 1e-4
@@ -523,6 +588,10 @@ def _ex2_number_problems():
         raw = globals()[name]
         if raw is ...:
             return [f"{name} is still `...`: not answered yet."]
+        if _is_text(raw):
+            return [f"{name} holds text: write the number itself, without quotes."]
+        if _plain_problem(name, raw):
+            return [_plain_problem(name, raw)]
         try:
             value = np.asarray(raw, dtype=float)
         except (TypeError, ValueError, OverflowError):
@@ -538,6 +607,15 @@ def _ex2_number_problems():
     lesson = (gap, d_k) == (8, 64)
     larger_unscaled = 1 / (1 + np.exp(-gap))
     larger_scaled = 1 / (1 + np.exp(-gap / np.sqrt(d_k)))
+    shown = (("p_unscaled", p_unscaled_, larger_unscaled),
+             ("p_scaled", p_scaled_, larger_scaled),
+             ("grad_unscaled", grad_unscaled_, _ex2_smaller_weight_slope(gap)),
+             ("grad_scaled", grad_scaled_, _ex2_smaller_weight_slope(gap / np.sqrt(d_k))))
+    short = [f"{name} = {value:g} is right to two significant figures only: give three."
+             for name, value, reference in shown
+             if not _ex2_near(value, reference) and _ex2_short(value, reference)]
+    if short:
+        return short
     problems = []
     if _ex2_near(p_unscaled_, 1 - larger_unscaled):
         problems.append("p_unscaled is the smaller key's weight: report the larger key's.")
@@ -721,9 +799,8 @@ def _ex3_call(*args, **kwargs):
     result = attention(*args, **kwargs)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         return "attention should return the pair (out, attn)."
-    if any(isinstance(x, np.ndarray) and type(x) is not np.ndarray for x in result):
-        return ("attention returns a numpy subclass (a masked array?): return plain numpy "
-                "arrays, which is what gets graded.")
+    if _plain_problem("attention's answer", result):
+        return _plain_problem("attention's answer", result)
     try:
         return tuple(np.asarray(x, dtype=float) for x in result)
     except (TypeError, ValueError, OverflowError):
@@ -787,9 +864,10 @@ def _ex3_attention_problems():
                            "own sum, so that each query's weights sum to 1."]
     if not np.abs(out - attn @ V).max() <= 1e-5:
         problems.append("out is not attn @ V: each output row is the weighted sum of the values.")
-    # The lesson's numbers: d_k = 64, raw scores (8, 0), so the scaled weight is 0.731.
-    q = np.zeros((1, 64))  # (1, d_k)
-    q[0, 0] = 8.0
+    # The lesson's numbers: d_k = 64, raw scores (8, 0), so the scaled weight is 0.731. Three
+    # alike queries and two keys, so that d_k read from another axis (n = 3, m = 2) shows.
+    q = np.zeros((3, 64))  # (3, d_k)
+    q[:, 0] = 8.0
     keys = np.zeros((2, 64))  # (2, d_k): q.k1 = 8, q.k2 = 0
     keys[0, 0] = 1.0
     try:
@@ -805,7 +883,8 @@ def _ex3_attention_problems():
                         "value: divide the scores by sqrt(d_k).")
     elif not abs(weight - 0.731) <= 1e-3:
         problems.append(f"with d_k = 64 and raw scores (8, 0) your weight is {weight:.4f}; the "
-                        "lesson gives 0.731. Check the scale 1 / sqrt(d_k).")
+                        "lesson gives 0.731. Check the scale 1 / sqrt(d_k): d_k is the "
+                        "length of each query and key (Q.shape[1]), not their number.")
     return problems + _ex3_mask_problems(rng, d_k) + _ex3_large_score_problems(rng)
 
 
@@ -999,12 +1078,12 @@ _EX3_CORRECT = (
 )
 _EX3_BASE = _ex3_weights(4, 6, np.float64)  # (6, 6): the broken matrices start from it
 _EX3_SHORT_ROW, _EX3_LEAK, _EX3_NAN = _EX3_BASE.copy(), _EX3_BASE.copy(), _EX3_BASE.copy()
-_EX3_SHORT_ROW[2] *= 0.99  # row 2 sums to 0.99
+_EX3_SHORT_ROW[2] *= 0.995  # row 2 sums to 0.995: a tolerance of 1e-2 misses it
 _EX3_LEAK[1, 4], _EX3_LEAK[1, 1] = 1e-6, _EX3_LEAK[1, 1] - 1e-6  # a future key gets 1e-6
 _EX3_NAN[0] = np.nan  # a fully masked row under a -inf fill
 _EX3_BROKEN = {
     "rows_sum_to_one": (
-        (_EX3_SHORT_ROW, "a matrix whose row 2 sums to 0.99"),
+        (_EX3_SHORT_ROW, "a matrix whose row 2 sums to 0.995"),
         (_EX3_BASE.T.copy(), "a transposed causal matrix (its columns sum to 1, not its rows)"),
         (_EX3_NAN, "a matrix whose first row is NaN"),
     ),
@@ -1217,7 +1296,8 @@ _show_attention_memory()
 # is never to build an $(n, m)$ array, neither the scores nor the weights nor a mask. `block`
 # need not divide the number of keys. When graded, your function runs at $T = 2048$ and the
 # memory it allocates is measured: it must stay below a quarter of one $T \times T$ float64
-# matrix (8 MiB).
+# matrix (8 MiB). It must also finish in a few seconds (the grader stops a call after 5): work
+# on a whole block of keys at once with numpy, not key by key in Python.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_attention_blockwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention_blockwise(Q, K, V, causal=False, block=64):
@@ -1254,6 +1334,8 @@ def _ex4_out(*args, **kwargs):
     result = attention_blockwise(*args, **kwargs)
     if isinstance(result, (tuple, list)):
         return "attention_blockwise should return out alone, not a pair: there is no attn."
+    if _plain_problem("attention_blockwise's answer", result):
+        return _plain_problem("attention_blockwise's answer", result)
     try:
         return np.asarray(result, dtype=float)
     except (TypeError, ValueError):
@@ -1357,8 +1439,12 @@ def _ex4_memory_problems():
         tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
         try:
+            # processor time of this thread, as the grader counts (waiting for a processor
+            # excluded); numpy's own worker threads are not this thread's, and not slow
+            started = time.thread_time()
             with np.errstate(all="ignore"):
                 attention_blockwise(Q, K, V, causal=causal, block=64)
+            seconds = time.thread_time() - started
             peak = tracemalloc.get_traced_memory()[1] - before
         except Exception as err:
             return [f"attention_blockwise at T = {T} raised {type(err).__name__}: {err}"]
@@ -1369,6 +1455,11 @@ def _ex4_memory_problems():
             return [f"at T = {T} (causal={causal}) your function allocated {peak / 2**20:.1f} MiB "
                     f"at once, more than {limit // 2**20} MiB: it holds a whole (T, T) array "
                     "(scores, weights or mask). Keep one block at a time."]
+        if seconds > 2.5:  # half the grader's limit: its machine may be slower than yours
+            return [f"at T = {T} (causal={causal}) your function took {seconds:.1f} s; the "
+                    "grader stops a call after 5 s, on a machine that may be slower than "
+                    "yours. Work on a whole block of keys at once with numpy, not key by key "
+                    "in Python."]
     return []
 
 
