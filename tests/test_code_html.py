@@ -10,10 +10,13 @@ waiting) and formgrader's page (in the TA's Jupyter server) must render regardle
 from __future__ import annotations
 
 import copy
+import html
+import re
 import time
 from pathlib import Path
 
 import fake_engine
+import nbformat
 import nbgrader
 import pytest
 from grade_course_factory import answer_key, released_course, submit
@@ -79,21 +82,44 @@ def test_feedback_of_a_notebook_naming_a_hostile_lexer_is_written(course):
     assert '<code class="language-scala">' in page
 
 
-def test_formgraders_page_highlights_as_python(course):
-    """Rendered as formgrader renders a submission for a TA: an HTMLExporter made from the
-    course's config (`configure_safe_pages`) with nbgrader's formgrade template."""
-    import nbformat
-
+def formgrader_page(course: Path, nb) -> str:
+    """`nb` rendered as formgrader renders a submission for a TA: an HTMLExporter made from
+    the course's config (`configure_safe_pages`) with nbgrader's formgrade template."""
     config = load_config(course)
     templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
     config.HTMLExporter.template_name = "formgrade"
     config.HTMLExporter.extra_template_basedirs = [str(templates)]
-    nb = nbformat.read(str(course / "autograded" / "lex" / "sdpa" / "attention.ipynb"), 4)
-    assert nb.metadata.language_info.pygments_lexer == "scala"  # kept from the submission
-    began = time.perf_counter()
     page, _ = HTMLExporter(config=config).from_notebook_node(nb, resources={
         "base_url": "/", "index": 0, "total": 1, "notebook_id": "attention",
         "assignment_id": "sdpa", "submission_id": "lex", "mathjax_url": ""})
+    return page
+
+
+def autograded(course: Path):
+    return nbformat.read(str(course / "autograded" / "lex" / "sdpa" / "attention.ipynb"), 4)
+
+
+def test_formgraders_page_highlights_as_python(course):
+    nb = autograded(course)
+    assert nb.metadata.language_info.pygments_lexer == "scala"  # kept from the submission
+    began = time.perf_counter()
+    page = formgrader_page(course, nb)
     assert time.perf_counter() - began < BOUND_SECONDS
     assert '<span class="k">lambda</span>' in page
     assert '<code class="language-scala">' in page
+
+
+def test_formgraders_page_of_megabytes_of_code_stays_small_and_shows_the_written_answer(course):
+    """5.5 MB of code took 175 s and made an 87 MB page: a TA's Jupyter server stalls."""
+    from sdpa_course.nbgrader_ext.redact import MAX_PAGE_CHARS
+
+    nb = autograded(course)
+    written = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")
+                   == "ex2_explain")
+    written.source = "My own answer: scaling keeps the softmax out of saturation."
+    nb.cells[2:2] = [nbformat.v4.new_code_cell("x = (1, 2)\n" * 50_000) for _ in range(10)]
+    page = formgrader_page(course, nb)
+    assert len(page) < 40 * MAX_PAGE_CHARS  # highlighting multiplies the text by about 16
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))  # the note is highlighted as code
+    assert "more characters not shown" in text
+    assert "My own answer: scaling keeps the softmax out of saturation." in page
