@@ -34,6 +34,7 @@ from autograder.diagnoses.modules import explain as explain_module
 from autograder.diagnoses.modules import find_missing_modules, note
 from autograder.exercises import EXERCISES, MAX_SCORE
 from autograder.runner import not_attempted
+from autograder.sandbox.images import SUBMISSION_PNG_BYTES, SUBMISSION_PNGS
 from autograder.variants import DEFAULT, Variant
 
 OUTPUT_LIMIT = 4000  # characters of the student's own output kept in the report
@@ -114,7 +115,11 @@ def cell_outputs(cells, outcomes) -> list[dict]:
         if len(full) > keep:
             text += f"\n[... {len(full) - keep} more characters not shown]"
         budget -= len(full[:keep])
-        if not full and not images:
+        dropped = getattr(outcome, "figures_dropped", 0)
+        if dropped:
+            text += (f"\n[... {dropped} more figures not shown: a submission keeps "
+                     f"{SUBMISSION_PNGS} figures, {SUBMISSION_PNG_BYTES // 1000} KB, at most]")
+        if not full and not images and not dropped:
             continue
         cell = by_label.get(outcome.label)
         shown.append({

@@ -12,7 +12,15 @@ import pytest
 
 from autograder.engine import grade_content
 from autograder.sandbox import Limits
-from autograder.sandbox.images import MAX_PNG_BYTES, PNG_SIGNATURE, png_size, read_pngs
+from autograder.sandbox.images import (
+    MAX_PNG_BYTES,
+    PNG_SIGNATURE,
+    SUBMISSION_PNG_BYTES,
+    SUBMISSION_PNGS,
+    FigureBudget,
+    png_size,
+    read_pngs,
+)
 
 QUICK = Limits(cell_seconds=2.0, call_seconds=1.0)
 ANSWER_KEY = "solutions/sdpa/attention.ipynb"
@@ -82,3 +90,33 @@ def test_pngs_are_checked_before_they_are_kept():
     huge = good + b"\0" * MAX_PNG_BYTES
     assert read_pngs([[0, len(huge)]], huge) == []
     assert read_pngs([[0, len(good)]] * 10, good) == [good] * 4
+
+
+def test_a_submission_keeps_a_bounded_number_and_size_of_figures():
+    budget = FigureBudget()
+    small, big = tiny_png(), tiny_png() + b"\0" * (SUBMISSION_PNG_BYTES // 2)
+    assert budget.keep([big, big, small]) == ([big, small], 1)  # the second big one: too large
+    kept, dropped = budget.keep([small] * (SUBMISSION_PNGS + 3))
+    assert len(kept) == SUBMISSION_PNGS - 2 and dropped == 5
+
+
+NOISE_CELL = """import numpy as np, matplotlib.pyplot as plt
+for _ in range(4):  # four figures of noise, about 180 KB of PNG each, left open
+    _figure = plt.figure(figsize=(225 / 72, 225 / 72), dpi=72)
+    _figure.figimage(np.random.default_rng(0).integers(0, 256, (225, 225, 3), dtype=np.uint8))
+"""
+
+
+def test_many_cells_of_figures_do_not_make_megabytes_of_report():
+    """150 such cells made a 285 MB autograded notebook and a 143 MB feedback page."""
+    nb = nbformat.read(ANSWER_KEY, as_version=4)
+    nb.cells += [nbformat.v4.new_code_cell(NOISE_CELL) for _ in range(12)]
+    report = grade_content(nbformat.writes(nb), name="attention.ipynb", limits=QUICK)
+    assert report["score"] == report["max_score"]
+    images = [base64.b64decode(png) for o in report["outputs"] for png in o["images"]]
+    assert len(images) <= SUBMISSION_PNGS and sum(map(len, images)) <= SUBMISSION_PNG_BYTES
+    assert any(len(png) > 100_000 for png in images)  # noise compresses badly: the test bites
+    heatmap = next(o for o in report["outputs"] if "ex3_heatmap" in o["cell"])
+    assert len(heatmap["images"]) == 1  # drawn before the noise: kept
+    notes = [o["text"] for o in report["outputs"] if "more figures not shown" in o["text"]]
+    assert notes and "a submission keeps" in notes[-1]

@@ -865,6 +865,58 @@ def test_files_above_nbgraders_max_file_size_are_not_copied_and_reported(small_c
     assert skipped.too_large == ["huge.bin"] and not (small_class / "out" / "huge.bin").exists()
 
 
+def _remove_chain(top: Path) -> None:
+    """Remove a chain of folders `d/d/d/...` under `top`, one level at a time."""
+    while (top / "d" / "d").exists():
+        os.rename(top / "d" / "d", top / "d-inner")
+        os.rmdir(top / "d")
+        os.rename(top / "d-inner", top / "d")
+    if (top / "d").exists():
+        os.rmdir(top / "d")
+
+
+def test_a_deep_or_crowded_submission_folder_is_walked_within_bounds(small_class):
+    """A tree a thousand folders deep stopped the whole run (RecursionError in nbgrader's
+    os.walk); 5,000 files took over a minute (nbgrader globs the folder for every file)."""
+    from sdpa_course.grading import submissions
+    from sdpa_course.grading.submissions import MAX_WALKED_DEPTH, MAX_WALKED_ENTRIES
+
+    submit(small_class, "deep", answer_key())
+    submit(small_class, "crowd", answer_key())
+    submit(small_class, "ok", answer_key())
+    deep = small_class / "submitted" / "deep" / "sdpa"
+    (deep / "kept.txt").write_text("data")
+    folder = os.open(deep, os.O_RDONLY)
+    try:
+        for _ in range(1200):  # by descriptor: the whole path is longer than PATH_MAX allows
+            os.mkdir("d", dir_fd=folder)
+            inner = os.open("d", os.O_RDONLY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+    finally:
+        os.close(folder)
+    crowd = small_class / "submitted" / "crowd" / "sdpa"
+    for i in range(3 * MAX_WALKED_ENTRIES):
+        (crowd / f"f{i:05d}.txt").touch()
+    try:
+        records = grade_course(small_class, workers=1).records
+    finally:
+        _remove_chain(deep)  # shutil.rmtree would recurse as deep as the tree
+    assert {"crowd", "deep", "ok"} <= set(records)
+    assert {r["status"] for r in records.values()} == {"graded"}
+    assert (small_class / "autograded" / "deep" / "sdpa" / "kept.txt").read_text() == "data"
+    assert any(f"nested more than {MAX_WALKED_DEPTH} deep" in w
+               for w in records["deep"]["warnings"])
+    assert any(f"more than {MAX_WALKED_ENTRIES} files and folders" in w
+               for w in records["crowd"]["warnings"])
+    copied = list((small_class / "autograded" / "crowd" / "sdpa").iterdir())
+    assert MAX_WALKED_ENTRIES // 2 < len(copied) <= MAX_WALKED_ENTRIES + 2
+    # ignore patterns as nbgrader matches them, a dot-name only by a pattern starting with "."
+    assert submissions._ignored("x.pyc", ["*.pyc"])
+    assert not submissions._ignored(".x.pyc", ["*.pyc"])
+    assert submissions._ignored(".ipynb_checkpoints", [".ipynb_checkpoints"])
+
+
 @pytest.mark.parametrize("stamp", ["garbage", ""])
 def test_a_submission_time_the_kit_cannot_read_is_flagged_in_every_export(
         course_template, tmp_path, capsys, stamp):

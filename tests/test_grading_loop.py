@@ -179,3 +179,22 @@ def test_a_written_answer_left_unanswered_is_pending_and_flagged_for_marking(tmp
         found = gb.find_grade("ex2_explain", "attention", "sdpa", "blank")
         assert found.auto_score is None and found.needs_manual_grade  # formgrader flags it
     assert "ex2_explain (written answer) pending / 2" in page_text(course, "blank")
+
+
+def test_a_second_run_on_the_same_course_stops_before_writing_anything(tmp_path):
+    """Two runs at once both wrote the gradebook: one died with SQLAlchemy tracebacks, the
+    other recorded a student as failed."""
+    from sdpa_course.course.directory import Course
+    from sdpa_course.errors import KitError
+    from sdpa_course.grading.grade import feedback_class
+    from sdpa_course.grading.run_lock import course_run_lock
+
+    course = released_course(tmp_path / "course")
+    submit(course, "ada", answer_key())
+    with course_run_lock(Course.open(course).reports_dir, "the first run"):
+        with pytest.raises(KitError, match=f"running on this course \\(process {os.getpid()}\\)"):
+            grade(course)
+        with pytest.raises(KitError, match="`sdpa-course feedback` waits for nothing"):
+            feedback_class(course)
+    assert not (course / "autograded").exists() and not (course / "feedback").exists()
+    assert grade(course).records["ada"]["status"] == "graded"  # once the first run is over

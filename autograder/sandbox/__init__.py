@@ -7,10 +7,12 @@ Usage::
             outcomes = sandbox.start()               # every cell, top to bottom, one namespace
             out, attn = sandbox.call("attention", Q, K, V, mask=mask, readonly=True)
 
-Beyond the contract: `CellOutcome.output` (a cell's captured output), `Sandbox.last_output`
-(that of the latest query), `Sandbox.isolation` (the pool's mode), `Sandbox.restarts`,
-`Sandbox.budget_left`, `Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`,
-`Limits.help()` (help text per limit), `SandboxPool.layers` (what the kernel granted),
+Beyond the contract: `CellOutcome.output` (a cell's captured output), `CellOutcome.images`
+(the figures it drew, within a budget for the whole submission: `images`) and
+`CellOutcome.figures_dropped` (those beyond it), `Sandbox.last_output` (that of the latest
+query), `Sandbox.isolation` (the pool's mode), `Sandbox.restarts`, `Sandbox.budget_left`,
+`Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`, `Limits.help()` (help text
+per limit), `SandboxPool.layers` (what the kernel granted),
 `SandboxPool.start(wait=False)`, which boots the zygote (about half a second of numpy and
 matplotlib imports) while the caller goes on reading the submission (importing this package
 does not import numpy, so the zygote can start first), `SandboxPool.boot_seconds` (the

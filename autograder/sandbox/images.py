@@ -16,6 +16,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_PNG_BYTES = 200_000
 MAX_PNG_SIDE = 2048
 MAX_PNGS = 4
+SUBMISSION_PNGS = 12
+SUBMISSION_PNG_BYTES = 1_000_000
 
 
 def png_size(data: bytes) -> tuple[int, int] | None:
@@ -54,3 +56,19 @@ def read_pngs(spans, blob: bytes) -> list[bytes]:
         if is_acceptable_png(data):
             pngs.append(data)
     return pngs
+
+
+class FigureBudget:
+    """The figures one submission may still keep (`SUBMISSION_PNGS`, `SUBMISSION_PNG_BYTES`)."""
+
+    def __init__(self):
+        self.count_left, self.bytes_left = SUBMISSION_PNGS, SUBMISSION_PNG_BYTES
+
+    def keep(self, pngs: list[bytes]) -> tuple[list[bytes], int]:
+        """The PNGs that fit what is left, in order, and how many did not."""
+        kept = []
+        for png in pngs:
+            if self.count_left > 0 and len(png) <= self.bytes_left:
+                kept.append(png)
+                self.count_left, self.bytes_left = self.count_left - 1, self.bytes_left - len(png)
+        return kept, len(pngs) - len(kept)

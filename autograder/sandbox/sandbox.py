@@ -33,7 +33,7 @@ from .errors import (
     Unserializable,
 )
 from .gauge import Unmeasurable
-from .images import read_pngs
+from .images import FigureBudget, read_pngs
 from .limits import Limits
 from .pool import SandboxPool, default_pool
 from .process import OutputCapture, WorkerLost, WorkerProcess
@@ -60,6 +60,7 @@ class CellOutcome:
     output: str = ""  # the cell's captured stdout/stderr, truncated
     seconds: float = 0.0  # wall-clock time the cell took
     images: list[bytes] = field(default_factory=list)  # PNGs of the figures it drew, checked
+    figures_dropped: int = 0  # figures it drew beyond the submission's budget (`images`)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class Sandbox:
         self.uid = SandboxPool.new_uid()
         self.budget_left = float(self.limits.submission_seconds)  # seconds of student code
         self._output = OutputCapture(self.limits.output_bytes)
+        self._figures = FigureBudget()  # what all of this submission's cells may still keep
         self._replay: list[int] = []  # indices of the cells that ran without error
         self._worker: WorkerProcess | None = None
         self._cgroup = None
@@ -283,8 +285,9 @@ class Sandbox:
         if interrupted or reply.get("kind") == "interrupted":
             return CellOutcome(cell.label, "timeout", self._timeout_text(seconds), output)
         if reply.get("ok") is True:
-            return CellOutcome(cell.label, "ok", "", output,
-                               images=read_pngs(reply.get("images"), reply_blob))
+            images, dropped = self._figures.keep(read_pngs(reply.get("images"), reply_blob))
+            return CellOutcome(cell.label, "ok", "", output, images=images,
+                               figures_dropped=dropped)
         text = f"{_text(reply.get('type'), 'Error')}: {_text(reply.get('message'))}".rstrip(": ")
         status = {"syntax": "syntax-error", "memory": "memory-limit"}.get(
             _text(reply.get("kind")), "error")

@@ -7,7 +7,8 @@ its autograding pass with the engine's scores, into one shared gradebook connect
 (`feedback`, regenerated when the hand marks that `hand_marks` reads from the gradebook
 change); the engine run in local worker processes (`workers`) or on a Dask cluster
 (`dask_executor` on the instructor's side, `dask_worker` on each worker, `kit_version` to
-refuse a worker with another kit); the progress line (`progress`).
+refuse a worker with another kit); the progress line (`progress`); one run at a time per
+course (`run_lock`).
 
 May import: `sdpa_course.errors`, `sdpa_course.assignment`, `sdpa_course.engine_call`,
 `sdpa_course.course`, `sdpa_course.nbgrader_ext`, `sdpa_course.reports`, and `autograder`

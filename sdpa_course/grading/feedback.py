@@ -18,13 +18,13 @@ from pathlib import Path
 import nbformat
 import nbgrader
 from nbconvert.exporters import TemplateExporter
-from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.converters import GenerateFeedback
 from traitlets.config import Config
 
 from sdpa_course.course.directory import Course
 from sdpa_course.grading.submissions import TIMESTAMP_FILE
+from sdpa_course.nbgrader_ext.code_html import highlight_code
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 from sdpa_course.reports.records import GRADED, save_record
 
@@ -38,7 +38,8 @@ class ClassFeedbackExporter(FeedbackExporter):
     """nbconvert's HTMLExporter for a whole class in a row: same template, same page.
 
     Most cells are the same in every student's notebook (the lesson, the self-checks), so
-    code highlighting is cached by source (markdown is cached by `student_html` itself).
+    code highlighting is cached by source (markdown is cached by `student_html` itself). Code
+    is highlighted as Python whatever the notebook's metadata names (`code_html`).
     nbconvert's last pass parses the whole page with BeautifulSoup only to add `alt` to images
     without one and `tabindex` to JupyterLab-template cells; the kit's template gives every
     image its alt text and has no such cells, so that pass is skipped.
@@ -48,26 +49,20 @@ class ClassFeedbackExporter(FeedbackExporter):
         super().__init__(**kwargs)
         self._highlighted: dict = {}
 
-    def _cached_highlight(self, highlight):
-        def highlight_code(source, language=None, metadata=None):
-            key = (source, language, (metadata or {}).get("magics_language"))
-            if key not in self._highlighted:
-                if len(self._highlighted) > 4096:  # a class of hostile notebooks: bounded
-                    self._highlighted.clear()
-                # pygments wraps every run of spaces in a span of its own: plain text is
-                # the same on the page at a third of the size
-                self._highlighted[key] = _WHITESPACE_SPAN.sub(
-                    r"\1", highlight(source, language, metadata))
-            return self._highlighted[key]
-
-        return highlight_code
+    def _highlight_code(self, source, language=None, metadata=None) -> str:
+        """`code_html.highlight_code`, cached by source (language and metadata are ignored)."""
+        source = str(source)
+        if source not in self._highlighted:
+            if len(self._highlighted) > 4096:  # a class of hostile notebooks: bounded
+                self._highlighted.clear()
+            # pygments wraps every run of spaces in a span of its own: plain text is the
+            # same on the page at a third of the size
+            self._highlighted[source] = _WHITESPACE_SPAN.sub(r"\1", highlight_code(source))
+        return self._highlighted[source]
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        langinfo = nb.metadata.get("language_info", {})
-        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
-        highlight = self._cached_highlight(Highlight2HTML(pygments_lexer=lexer, parent=self))
         resources = self._init_resources(resources)
-        self.register_filter("highlight_code", highlight)
+        self.register_filter("highlight_code", self._highlight_code)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources))
         return TemplateExporter.from_notebook_node(self, nb, resources, **kw)

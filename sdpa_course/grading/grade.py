@@ -49,6 +49,7 @@ from sdpa_course.grading.hand_marks import class_marks, gradebook_students, stud
 from sdpa_course.grading.nbgrader_speedups import quick_sqlite_commits, schema_checked_once
 from sdpa_course.grading.progress import Progress
 from sdpa_course.grading.recording import SubmissionRecorder
+from sdpa_course.grading.run_lock import course_run_lock
 from sdpa_course.grading.submissions import find_submissions
 from sdpa_course.grading.variants import release_mismatch
 from sdpa_course.grading.workers import WorkerPool
@@ -261,6 +262,15 @@ def grade_course(course_dir: Path, *, workers: int | None = None, force: bool = 
         raise ValueError(f"the sandbox pool's isolation is {sandbox.isolation!r}, not "
                          f"{isolation!r}")
     course = Course.open(course_dir)
+    with course_run_lock(course.reports_dir, "sdpa-course grade"):
+        return _grade_course(course, workers=workers, force=force, started=started,
+                             progress_stream=progress_stream, scheduler=scheduler,
+                             engine=engine, isolation=isolation, sandbox=sandbox)
+
+
+def _grade_course(course: Course, *, workers, force, started, progress_stream, scheduler,
+                  engine, isolation, sandbox) -> ClassResult:
+    """`grade_course` once the course's run lock is held."""
     submitted = course.root / course.coursedir.submitted_directory
     submissions = find_submissions(submitted, course.assignment, course.notebook)
     if not submissions:
@@ -420,13 +430,15 @@ def feedback_class(course_dir: Path, *, force: bool = False) -> int:
     Grades nothing: students not yet graded need `sdpa-course grade`. Exit status 0.
     """
     course = Course.open(Path(course_dir))
-    result = ClassResult(course.assignment, dict(sorted(
-        records.load_records(course.reports_dir).items())))
-    if not result.records:
-        raise KitError(f"no student graded yet in {course.reports_dir}: run `sdpa-course grade`")
-    with warnings.catch_warnings():
-        _quiet_known_warnings()
-        after_grading(course, result, force_feedback=force)
+    with course_run_lock(course.reports_dir, "sdpa-course feedback"):
+        result = ClassResult(course.assignment, dict(sorted(
+            records.load_records(course.reports_dir).items())))
+        if not result.records:
+            raise KitError(f"no student graded yet in {course.reports_dir}: run "
+                           "`sdpa-course grade`")
+        with warnings.catch_warnings():
+            _quiet_known_warnings()
+            after_grading(course, result, force_feedback=force)
     pages = ", ".join(id_for_terminal(s) for s in result.refreshed) or "none"
     print(f"Feedback regenerated for {len(result.refreshed)} students: {pages}")
     print("Release it to students with: nbgrader release_feedback "

@@ -13,16 +13,17 @@ neither add a graded cell nor change what one is worth.
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import hashlib
 import json
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbgrader.utils import find_all_files, parse_utc
+from nbgrader.utils import parse_utc
 
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.errors import GradingFailed
@@ -289,15 +290,30 @@ def _edited(grade_id: str, submitted: str, released: str) -> bool:
     return submitted.strip() != released.strip()
 
 
+# A submission folder is walked this far, no further: nbgrader's own walk is recursive (a tree
+# a thousand folders deep stopped the run) and globs the folder again for every file
+# (quadratic: 5,000 files took over a minute). What lies beyond is named, not copied.
+MAX_WALKED_ENTRIES = 1000  # files and folders
+MAX_WALKED_DEPTH = 16  # folders below the submission's
+
+
 @dataclass
 class Skipped:
     """The files of a submission `copy_regular_files` did not copy (relative paths)."""
 
     special: list[str]  # symbolic links, FIFOs, devices, gone or unwritable
     too_large: list[str]  # above the course's CourseDirectory.max_file_size
+    too_deep: list[str] = field(default_factory=list)  # folders beyond MAX_WALKED_DEPTH
+    unread: bool = False  # the folder holds more than MAX_WALKED_ENTRIES: the rest not read
 
     def warnings(self, max_bytes: int | None) -> list[str]:
         said = []
+        if self.unread:
+            said.append(f"not copied: the submission holds more than {MAX_WALKED_ENTRIES} "
+                        "files and folders, the rest were not read")
+        if self.too_deep:
+            said.append(f"not copied, folders nested more than {MAX_WALKED_DEPTH} deep: "
+                        + _names(sorted(map(escaped_name, self.too_deep))))
         if self.special:
             said.append("not copied (symbolic links or special files): "
                         + _names(sorted(map(escaped_name, self.special))))
@@ -318,8 +334,7 @@ def copy_regular_files(source: Path, dest: Path, ignore: list[str],
     skipped = Skipped([], [])
     if source.is_symlink() or not source.is_dir():
         return skipped
-    for name in find_all_files(str(source), ignore):  # os.walk: linked folders not entered
-        path = Path(name)
+    for path in _walk(source, ignore, skipped):  # linked folders are not entered
         relative = str(path.relative_to(source))
         try:
             info = os.lstat(path)
@@ -339,6 +354,46 @@ def copy_regular_files(source: Path, dest: Path, ignore: list[str],
         if not copied:
             skipped.too_large.append(relative)
     return skipped
+
+
+def _ignored(name: str, ignore: list[str]) -> bool:
+    """nbgrader's `is_ignored` for one name: a glob of the course's `ignore` matches it (as
+    glob does, a pattern that does not start with "." matches no name that does)."""
+    return any(fnmatch.fnmatchcase(name, pattern)
+               and (pattern.startswith(".") or not name.startswith("."))
+               for pattern in ignore)
+
+
+def _walk(source: Path, ignore: list[str], skipped: Skipped):
+    """Every entry under `source` that is not a folder (files, links, FIFOs...), ignored
+    names and folders left out, never through a link; a loop, not recursion, within
+    `MAX_WALKED_DEPTH` and `MAX_WALKED_ENTRIES` (what lies beyond is noted in `skipped`)."""
+    folders, seen = [(source, 0)], 0
+    while folders:
+        folder, depth = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    seen += 1  # ignored ones too: each costs the walk its time
+                    if seen > MAX_WALKED_ENTRIES:
+                        skipped.unread = True
+                        return
+                    if _ignored(entry.name, ignore):
+                        continue
+                    path = Path(entry.path)
+                    try:
+                        is_folder = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_folder = False
+                    if not is_folder:
+                        yield path
+                    elif depth < MAX_WALKED_DEPTH:
+                        folders.append((path, depth + 1))
+                    else:
+                        skipped.too_deep.append(str(path.relative_to(source)))
+        except OSError:  # unreadable, or gone meanwhile
+            if folder != source:
+                skipped.special.append(str(folder.relative_to(source)))
 
 
 def _copy_regular(path: Path, target: Path, max_bytes: int | None) -> bool:

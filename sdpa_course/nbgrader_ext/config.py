@@ -14,7 +14,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells, SaveAutoGrades
 
 from sdpa_course.assignment import NOTEBOOK
-from sdpa_course.nbgrader_ext import student_html
+from sdpa_course.nbgrader_ext import code_html, student_html
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
 from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
 from sdpa_course.nbgrader_ext.export import KitCsvExport
@@ -79,9 +79,11 @@ def configure_grading(c) -> None:
 def configure_safe_pages(c) -> None:
     """Every HTML page made of a student's notebook, the feedback and formgrader's grading page
     alike (formgrader builds `HTMLExporter(config=...)` from this config): outputs cut to what
-    renders safely first, and markdown rendered with MathML and sanitised."""
+    renders safely first, markdown rendered with MathML and sanitised, and code highlighted
+    as Python whatever the notebook's metadata names (`code_html`)."""
     c.HTMLExporter.preprocessors = [SafeNotebook]
-    c.HTMLExporter.filters = {"markdown2html": f"{student_html.__name__}.markdown2html"}
+    c.HTMLExporter.filters = {"markdown2html": f"{student_html.__name__}.markdown2html",
+                              "highlight_code": f"{code_html.__name__}.highlight_code"}
 
 
 def configure_export(c) -> None:

@@ -76,7 +76,7 @@ def _as_text(value) -> str:
     return "".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
 
-class _Budget:
+class TextBudget:
     """Characters of student text left for the page."""
 
     def __init__(self, total: int):
@@ -90,8 +90,8 @@ class _Budget:
         return text[:keep] + f"\n[... {len(text) - keep} more characters not shown]\n"
 
 
-def redact_output(output, budget: _Budget | None = None) -> None:
-    budget = budget or _Budget(MAX_PAGE_CHARS)
+def redact_output(output, budget: TextBudget | None = None) -> None:
+    budget = budget or TextBudget(MAX_PAGE_CHARS)
     if output.output_type == "stream":
         output.text = budget.cap(redact_text(_as_text(output.text)))
     elif output.output_type == "error":
@@ -110,7 +110,7 @@ class RedactFeedback(FeedbackPreprocessor):
 
     def preprocess(self, nb, resources):
         nb.metadata.pop(METADATA_KEY, None)
-        self._budget = _Budget(MAX_PAGE_CHARS)
+        self._budget = TextBudget(MAX_PAGE_CHARS)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):

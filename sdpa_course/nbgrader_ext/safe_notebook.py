@@ -10,7 +10,11 @@ a notebook could smuggle into a page:
   and their metadata is cut to an `alt` string (templates write `width=` unquoted);
 - markdown attachments: only base64 PNG, JPEG and GIF pictures;
 - raw cells: shown as text, never passed through as HTML;
-- cell tags (templates put them in a class attribute): only plain words.
+- cell tags (templates put them in a class attribute): only plain words;
+- sources: each cell's cut at `MAX_CELL_CHARS`, and all but the written answers' within
+  `MAX_PAGE_CHARS` for the page, saying what was cut (as `RedactFeedback` does for the
+  feedback): a submission of megabytes of code made formgrader's page take minutes to render
+  (175 s and an 87 MB page for 5.5 MB of code), in the TA's Jupyter server.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 from nbformat.v4 import new_output
 
 from sdpa_course.nbgrader_ext.feedback_step import FeedbackPreprocessor
+from sdpa_course.nbgrader_ext.redact import MAX_CELL_CHARS, MAX_PAGE_CHARS, TextBudget
 
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 PLAIN_TAG = re.compile(r"[\w.:-]{1,64}")
@@ -65,10 +70,26 @@ def safe_output(output):
     return new_output("display_data", data=kept, metadata=metadata)
 
 
+def _is_written_answer(cell) -> bool:
+    nbgrader = cell.metadata.get("nbgrader") or {}
+    return cell.cell_type == "markdown" and bool(nbgrader.get("grade") and
+                                                 nbgrader.get("solution"))
+
+
 class SafeNotebook(FeedbackPreprocessor):
-    """Keep only renderable-safe outputs, attachments and raw cells (see the module doc)."""
+    """Keep only renderable-safe outputs, attachments and raw cells, and sources of a
+    bounded size (see the module doc)."""
+
+    def preprocess(self, nb, resources):
+        self._budget = TextBudget(MAX_PAGE_CHARS)
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
+        source = cell.get("source", "")
+        source = "".join(map(str, source)) if isinstance(source, list) else str(source)
+        # a written answer is what a TA opens the page to mark: never crowded out by others
+        budget = TextBudget(MAX_CELL_CHARS) if _is_written_answer(cell) else self._budget
+        cell.source = budget.cap(source)
         if "outputs" in cell:
             cell.outputs = [o for o in map(safe_output, cell.outputs) if o is not None]
         attachments = cell.get("attachments")

@@ -8,6 +8,9 @@ own tags plus MathML, so `<script>`, `on...=` handlers, `javascript:` links, `<s
 `<iframe>` and forms never reach a browser. Images may only be `data:` pictures (attachments:
 nothing is fetched, no tracking pixel reaches a TA); links may not be `data:`.
 
+Code fences are highlighted only as Python (`code_html.fence_html`): nbconvert would pick
+any of Pygments' lexers by the fence's name, and some backtrack for hours on a few bytes.
+
 Mathematics is converted here, on the server, by latex2mathml, because a page must render
 without a network and years later: no script, nothing fetched, and Chromium and Firefox draw
 MathML natively. A formula latex2mathml cannot read is shown as its LaTeX source in `<code>`.
@@ -29,6 +32,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from pygments.token import STANDARD_TYPES
 
 from autograder.diagnoses.codes import heading_anchor
+from sdpa_course.nbgrader_ext.code_html import fence_html
 
 MAX_MARKDOWN_CHARS = 10_000
 MAX_FORMULA_CHARS = 1_000
@@ -164,8 +168,12 @@ class MathMLRenderer(IPythonRenderer):
     def multiline_math(self, text: str) -> str:
         return html.escape(text)
 
+    def block_code(self, code: str, info: str | None = None) -> str:
+        # the fence's language is the student's to name: one lexer only (see code_html)
+        return fence_html(code, info)
+
     def block_mermaidjs(self, code: str) -> str:
-        return self.block_code(code)  # no script runs on these pages: shown as text
+        return fence_html(code, None)  # no script runs on these pages: shown as text
 
 
 def markdown_to_safe_html(source: str, attachments: dict | None = None) -> str:

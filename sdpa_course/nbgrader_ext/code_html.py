@@ -1,0 +1,54 @@
+"""Code to HTML with one syntax highlighter, whatever a notebook asks for: every page of the kit.
+
+nbconvert picks the Pygments lexer of a code cell from the notebook's
+`metadata.language_info.pygments_lexer` and the cell's `metadata.magics_language`, and that of
+a markdown code fence from its info string (```` ```scala ````). All three are a student's to
+write, and several of Pygments' ~600 lexers backtrack exponentially on a few dozen bytes (the
+Scala lexer on an unterminated string of 48 backslashes: minutes, then hours; issues #3247,
+#3311 of pygments). Even IPython's own lexer, the one Jupyter writes in every notebook, is
+quadratic: 9 s on a line of 20,000 dots.
+
+So the kit highlights with Pygments' plain Python lexer only, linear on everything tried, and
+ignores the metadata: the course's notebooks are Python. A fence in another language is shown
+as plain, escaped text. The course's config makes `highlight_code` the filter of every
+nbconvert HTMLExporter it builds (`c.HTMLExporter.filters`), formgrader's page included, and
+the class feedback exporter uses it too (`grading.feedback`); `student_html` uses
+`fence_html` for markdown.
+"""
+
+from __future__ import annotations
+
+import html
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers.python import PythonLexer
+
+# Fence languages shown highlighted as Python; any other is shown as text.
+PYTHON_NAMES = frozenset({"python", "python3", "py", "py3", "ipython", "ipython3", "sage"})
+# nbconvert's class for a code cell's block (`highlight hl-<language>`): stylesheets know it
+CELL_CSS_CLASS = " highlight hl-ipython3"
+
+_LEXER = PythonLexer()
+
+
+def python_html(source: str, css_class: str = "highlight") -> str:
+    """`source` highlighted as Python, in Pygments' `<div class="highlight"><pre>` block."""
+    return highlight(source, _LEXER, HtmlFormatter(cssclass=css_class))
+
+
+def highlight_code(source, language=None, metadata=None) -> str:
+    """nbconvert's `highlight_code` filter, with the kit's one lexer: `language` and the
+    cell's `metadata` (both a student's to choose) are accepted and ignored."""
+    source = str(source)
+    return python_html(source if source else " ", CELL_CSS_CLASS)
+
+
+def fence_html(code: str, info: str | None) -> str:
+    """A markdown code fence: highlighted when its language is Python, else escaped text."""
+    words = (info or "").split(maxsplit=1)
+    language = words[0].lower() if words else ""
+    if language in PYTHON_NAMES:
+        return python_html(code)
+    shown = f' class="language-{html.escape(language)}"' if language else ""
+    return f"<pre><code{shown}>{html.escape(code)}</code></pre>\n"
