@@ -513,6 +513,23 @@ def test_gradebook_passed_as_hidden_path_is_unreadable(tmp_path):
             assert sandbox.get("seen") == ""
 
 
+
+def test_the_paths_the_sandbox_hides_are_not_named_on_any_command_line_it_can_read(tmp_path):
+    """The zygote's configuration (the hidden paths among it) reaches it on its standard
+    input: a worker is a fork of the zygote and reads the zygote's command line as its own."""
+    course = tmp_path / "course-of-the-grader"
+    course.mkdir()
+    source = ("import os\nlines = []\nfor pid in [p for p in os.listdir('/proc') "
+              "if p.isdigit()] + ['self']:\n    try:\n"
+              "        lines.append(open(f'/proc/{pid}/cmdline', 'rb').read().decode())\n"
+              "    except OSError:\n        pass")
+    with SandboxPool(hidden_paths=[course]) as pool:
+        with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
+            sandbox.start()
+            lines = sandbox.get("lines")
+    assert any("python" in line for line in lines)  # the premise: command lines are readable
+    assert not [line for line in lines if "course-of-the-grader" in line]
+
 @linux_root
 def test_hidden_paths_inside_a_mounted_system_directory_are_masked():
     """A course kept under /usr (bound whole into the sandbox) is masked when passed."""

@@ -45,8 +45,8 @@ from .limits import Limits
 SANDBOX_MODULES = ("blocker", "codec", "kernel", "seccomp", "landlock", "rootfs", "isolation",
                    "worker", "zygote")
 BOOTSTRAP = """\
-import json, marshal, sys, types
-order, codes = marshal.loads(sys.stdin.buffer.read())
+import marshal, sys, types
+order, codes, config = marshal.loads(sys.stdin.buffer.read())
 package = types.ModuleType("_sdpa_sandbox")
 package.__path__ = []
 sys.modules["_sdpa_sandbox"] = package
@@ -57,7 +57,7 @@ for name in order:
     setattr(package, name, module)
     exec(codes[name], module.__dict__)
 del order, codes
-sys.modules["_sdpa_sandbox.zygote"].main(json.loads(sys.argv[1]))
+sys.modules["_sdpa_sandbox.zygote"].main(config)
 """
 NAMESPACES = "namespaces"
 UNSAFE_NONE = "unsafe-none"
@@ -76,8 +76,10 @@ UNSAFE_WARNING = (
 _warned: set[str] = set()
 
 
-def _sandbox_code() -> bytes:
-    """The sandbox's modules as one marshalled payload for `BOOTSTRAP`, compiled already.
+def _zygote_payload(config: dict) -> bytes:
+    """The zygote's `config` and the sandbox's modules, compiled already, as one marshalled
+    payload for `BOOTSTRAP` on its standard input: never on its command line, which every
+    worker could read in /proc/self/cmdline (the paths the sandbox hides among it).
 
     The code comes from the bytecode Python caches beside each module (compiled and cached
     on first use, as any import would): compiling the sources in the zygote took a tenth of
@@ -87,7 +89,7 @@ def _sandbox_code() -> bytes:
     for name in SANDBOX_MODULES:
         spec = importlib.util.find_spec(f"{__package__}.{name}")
         codes[name] = _named(spec.loader.get_code(spec.name), f"<sandbox {name}>")
-    return marshal.dumps((list(SANDBOX_MODULES), codes))
+    return marshal.dumps((list(SANDBOX_MODULES), codes, config))
 
 
 def _named(code: types.CodeType, filename: str) -> types.CodeType:
@@ -340,12 +342,12 @@ class SandboxPool:
                   "hidden": self.hidden, "font_cache": _font_cache_directory()}
         self._launched = time.monotonic()
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOTSTRAP, json.dumps(config)],
+            [sys.executable, "-I", "-c", BOOTSTRAP],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             pass_fds=[theirs.fileno()], env=_zygote_environment(), cwd="/",
             start_new_session=True)
         theirs.close()
-        process.stdin.write(_sandbox_code())
+        process.stdin.write(_zygote_payload(config))
         process.stdin.close()
         self._pending = (process, ours)
 
