@@ -150,9 +150,12 @@ def test_huge_output_is_truncated_in_the_report(reports):
 
 
 def _failures(report) -> str:
-    return "\n".join(f"{ex}/{t['name']}: {t['message']}"
-                     for ex, r in report["exercises"].items()
-                     for t in r["tests"] if not t["passed"])
+    """The failed tests' messages, and what the submission printed (a hostile case says there
+    what it got hold of: `read-hidden-files` names the files it could read)."""
+    failed = [f"{ex}/{t['name']}: {t['message']}" for ex, r in report["exercises"].items()
+              for t in r["tests"] if not t["passed"]]
+    output = report.get("output", "").strip()
+    return "\n".join(failed + ([f"its output: {output[-2000:]}"] if output else []))
 
 
 def test_refused_imports_are_noted_for_the_instructor(reports):

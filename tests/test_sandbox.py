@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
-import shutil
+import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -513,7 +513,6 @@ def test_gradebook_passed_as_hidden_path_is_unreadable(tmp_path):
             assert sandbox.get("seen") == ""
 
 
-
 def test_the_paths_the_sandbox_hides_are_not_named_on_any_command_line_it_can_read(tmp_path):
     """The zygote's configuration (the hidden paths among it) reaches it on its standard
     input: a worker is a fork of the zygote and reads the zygote's command line as its own."""
@@ -530,26 +529,63 @@ def test_the_paths_the_sandbox_hides_are_not_named_on_any_command_line_it_can_re
     assert any("python" in line for line in lines)  # the premise: command lines are readable
     assert not [line for line in lines if "course-of-the-grader" in line]
 
+
+# A course kept under /usr, in a mount namespace of its own: /usr is bound whole into every
+# sandbox on the machine, so a course made in the real /usr would be readable by every other
+# run's student code while this test lasts (a concurrent suite's `read-hidden-files` case read
+# such a gradebook and earned exercise 1). Prints the course's path, waits for a line, then
+# prints what a sandbox saw of it without and with the course passed as hidden.
+PRIVATE_USR_COURSE = """
+import json, os, sys, tempfile
+from pathlib import Path
+from autograder.sandbox import Cell, Limits, Sandbox, SandboxPool, kernel
+
+top = next(p for p in ("/usr/local/share", "/usr/local/src", "/usr/share") if os.path.isdir(p))
+kernel.unshare(kernel.CLONE_NEWNS)
+kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)
+kernel.mount("tmpfs", top, "tmpfs", 0, "size=1m,mode=755")
+course = Path(tempfile.mkdtemp(prefix="sdpa-test-course-", dir=top))
+course.chmod(0o755)
+(course / "gradebook.db").write_text("secret")
+(course / "gradebook.db").chmod(0o644)
+print(json.dumps(str(course)), flush=True)
+sys.stdin.readline()
+source = (f"import os\\ntry:\\n    seen = open({str(course / 'gradebook.db')!r}).read()\\n"
+          f"except OSError:\\n    seen = ''\\nlisted = os.listdir({str(course)!r})")
+seen = {}
+for hidden in ([], [course]):
+    with SandboxPool(hidden_paths=hidden) as pool:
+        with Sandbox([Cell(source, "cell 1")], limits=Limits(cell_seconds=30), pool=pool) as box:
+            box.start()
+            seen[str(bool(hidden))] = [box.get("seen"), box.get("listed")]
+print(json.dumps(seen), flush=True)
+"""
+
+
 @linux_root
-def test_hidden_paths_inside_a_mounted_system_directory_are_masked():
-    """A course kept under /usr (bound whole into the sandbox) is masked when passed."""
-    course = Path(tempfile.mkdtemp(prefix="sdpa-test-course-", dir="/usr/local/share"))
+def test_hidden_paths_inside_a_mounted_system_directory_are_masked(run):
+    """A course kept under /usr (bound whole into the sandbox) is masked when passed; the
+    test's own course lives in a mount namespace of its own, invisible to every other process
+    and sandbox on the machine (other runs' hostile readers included)."""
+    holder = subprocess.Popen([sys.executable, "-c", PRIVATE_USR_COURSE], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        (course / "gradebook.db").write_text("secret")
-        course.chmod(0o755)
-        (course / "gradebook.db").chmod(0o644)
-        source = (f"import os\ntry:\n    seen = open({str(course / 'gradebook.db')!r}).read()\n"
-                  f"except OSError:\n    seen = ''\nlisted = os.listdir({str(course)!r})")
-        seen = {}
-        for hidden in ([], [course]):
-            with SandboxPool(hidden_paths=hidden) as pool:
-                with Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool) as sandbox:
-                    sandbox.start()
-                    seen[bool(hidden)] = (sandbox.get("seen"), sandbox.get("listed"))
+        course = json.loads(holder.stdout.readline())
+        gradebook = os.path.join(course, "gradebook.db")
+        outside = run(f"import os\nshown = os.path.lexists({course!r})\n"
+                      f"try:\n    open({gradebook!r}).read()\n    read = True\n"
+                      f"except OSError:\n    read = False")
+        assert not os.path.lexists(course)
+        assert (outside.get("shown"), outside.get("read")) == (False, False)
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        seen = json.loads(holder.stdout.readline())
     finally:
-        shutil.rmtree(course)
-    assert seen[False] == ("secret", ["gradebook.db"])  # /usr is there: the premise
-    assert seen[True] == ("", [])
+        holder.stdin.close()
+        holder.wait(timeout=120)
+    assert holder.returncode == 0
+    assert seen["False"] == ["secret", ["gradebook.db"]]  # /usr is there: the premise
+    assert seen["True"] == ["", []]
 
 
 @linux_root

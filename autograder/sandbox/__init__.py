@@ -61,8 +61,11 @@ root without CAP_SYS_ADMIN, e.g. in a container; see `isolation` and `rootfs`):
   those they require (numpy, matplotlib, pillow...). Every other package of the virtualenv,
   the kit itself whatever its install mode (its installed files, an editable install's data
   copy of `source/` and `solutions/`), its checkout, course directories, the gradebook, other
-  students' files and the grader's home are not there. A private /tmp (the workdir and HOME,
-  `disk_mb`) and /dev/shm, in memory, vanish with the submission;
+  students' files and the grader's home are not there. The system directories are shown
+  whole: what others may read under /usr (a course kept there, say) student code may read
+  too; the kit, the course and the gradebook being graded are masked there as elsewhere. A
+  private /tmp (the workdir and HOME, `disk_mb`) and /dev/shm, in memory, vanish with the
+  submission;
 - network: each submission has a network namespace of its own with a loopback that is
   down: no connection leaves it, and two submissions graded at once cannot talk, not even
   over abstract UNIX sockets;
