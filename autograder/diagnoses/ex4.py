@@ -27,6 +27,7 @@ import numpy as np
 
 from autograder.compare import (
     BLOCKWISE_MEMORY,
+    BLOCKWISE_MEMORY_D,
     BLOCKWISE_MEMORY_T,
     BLOCKWISE_RESIDENT,
     FLOAT_RESULTS,
@@ -180,7 +181,7 @@ def _memory_codes(prober) -> set[str]:
     """The memory test's measure, on inputs of its own: over the limit either way."""
     rng = np.random.default_rng(944)
     T = BLOCKWISE_MEMORY_T
-    Q, K, V = (rng.normal(size=(T, 16)) for _ in range(3))  # (T, 16) each
+    Q, K, V = (rng.normal(size=(T, BLOCKWISE_MEMORY_D)) for _ in range(3))  # (T, d) each
     for causal in (False, True):
         answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=causal,
                                               block=64)

@@ -1,6 +1,6 @@
 """The zygote: a clean, pre-imported, isolated Python that forks one worker per submission.
 
-Started once per `SandboxPool` (shipped as source via stdin, see `pool.BOOTSTRAP`). It imports
+Started once per `SandboxPool` (shipped as compiled code via stdin, see `pool.BOOTSTRAP`). It imports
 numpy and matplotlib (Agg) and draws one throwaway heatmap so fonts and backends are loaded.
 In mode ``namespaces`` it then decides its private root from what that import loaded
 (`rootfs.plan`), enters new namespaces (`isolation.enter_zygote`) and forks the zygote

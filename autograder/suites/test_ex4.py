@@ -44,6 +44,7 @@ import pytest
 import sdpa_ref
 from autograder.compare import (
     BLOCKWISE_MEMORY,
+    BLOCKWISE_MEMORY_D,
     BLOCKWISE_MEMORY_T,
     BLOCKWISE_RESIDENT,
     FLOAT_RESULTS,
@@ -166,7 +167,7 @@ def reference_inputs(variant) -> dict[str, tuple]:
 
 
 MEMORY_T = BLOCKWISE_MEMORY_T  # the sequence length of the memory test (n = m = T)
-MEMORY_D = 16  # d_k = d_v: the (T, d) inputs and output are small beside a (T, T) matrix
+MEMORY_D = BLOCKWISE_MEMORY_D  # d_k = d_v: the (T, d) inputs and output are small beside (T, T)
 # A quarter of one T x T float64 matrix (autograder/compare.py says why).
 MEMORY_LIMIT_BYTES = BLOCKWISE_MEMORY
 # How far the call may raise its process's memory high-water mark, read from outside it.

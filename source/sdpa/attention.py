@@ -1349,7 +1349,7 @@ def _ex4_memory_problems():
     """Peak memory of one call at T = 2048, measured the way the grader measures it."""
     T, limit = 2048, 2048 * 2048 * 8 // 4  # a quarter of one (T, T) float64 matrix: 8 MiB
     rng = np.random.default_rng(13)
-    Q, K, V = (rng.normal(size=(T, 16)) for _ in range(3))  # (T, 16) each
+    Q, K, V = (rng.normal(size=(T, 4)) for _ in range(3))  # (T, 4) each, as the grader's
     for causal in (False, True):
         tracing = tracemalloc.is_tracing()
         if not tracing:
