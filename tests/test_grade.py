@@ -318,6 +318,11 @@ def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_pe
             exported["ada"]["score"]) == ("20", "20", "0")
     assert exported["ben"]["late_submission_penalty"] == "0"
     assert exported["ben"]["score"] == exported["ben"]["raw_score"] != "0"
+    lms = {row["student_id"]: row for row in csv.DictReader(
+        (small_class / "reports" / "sdpa" / "grades.csv").open(encoding="utf-8"))}
+    assert (lms["ada"]["auto_score"], lms["ada"]["late_penalty"], lms["ada"]["total"]) == (
+        "20", "20", "0")
+    assert lms["ben"]["late_penalty"] == "0" and lms["ben"]["total"] == lms["ben"]["auto_score"]
     assert grade_course(small_class, workers=1).graded_now == []
 
 
