@@ -355,6 +355,7 @@ def test_hand_marks_read_at_once_are_those_read_student_by_student(small_class):
 
     grade_course(small_class, workers=1)
     with gradebook(small_class) as gb:
+        before = {s: _marks_read_one_by_one(gb, s)["fingerprint"] for s in ("ada", "ben")}
         gb.find_grade("ex2_explain", "attention", "sdpa", "ada").manual_score = 1.5
         gb.find_comment("ex2_explain", "attention", "sdpa", "ada").manual_comment = "=good"
         gb.find_submission_notebook("attention", "sdpa", "ben").late_submission_penalty = 2
@@ -362,6 +363,8 @@ def test_hand_marks_read_at_once_are_those_read_student_by_student(small_class):
         expected = {s: _marks_read_one_by_one(gb, s) for s in ("ada", "ben")}
         assert expected["ada"]["written"]["ex2_explain"]["score"] == 1.5
         assert expected["ben"]["late_penalty"] == 2
+        # each change makes that student's feedback page stale: a rerun writes it again
+        assert all(expected[s]["fingerprint"] != before[s] for s in ("ada", "ben"))
         assert class_marks(gb, "sdpa", "attention", ["ada", "ben", "nobody"]) == expected
         assert class_marks(gb, "sdpa", "attention", ["ben"]) == {"ben": expected["ben"]}
         assert student_marks(gb, "sdpa", "attention", "ada") == expected["ada"]
@@ -815,6 +818,25 @@ def test_a_timestamp_or_notebook_that_is_a_link_is_never_read_through(tmp_path):
     with pytest.raises(OSError):
         read_regular(student / "attention.ipynb", 1000)
     assert read_timestamp(elsewhere)[0] is not None  # the same file, not through a link
+
+
+def test_a_file_that_grew_past_the_size_limit_while_copied_leaves_nothing(tmp_path,
+                                                                         monkeypatch):
+    from sdpa_course.grading import submissions
+
+    # measured below the limit, then grown while the kit copied it (here: 64 MiB, sparse):
+    # the copy stops reading just past the limit and keeps nothing
+    source, target = tmp_path / "data.npy", tmp_path / "out" / "data.npy"
+    with source.open("wb") as fh:
+        fh.truncate(64 * 2**20)
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(submissions.os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    assert submissions._copy_regular(source, target, max_bytes=4096) is False
+    assert not target.exists() and sum(read) <= 4096 + 2 * submissions._COPY_CHUNK
+    source.write_bytes(b"x" * 5000)
+    assert submissions._copy_regular(source, target, max_bytes=5000) is True
+    assert target.read_bytes() == source.read_bytes()
 
 
 def test_work_where_nbgrader_does_not_look_fails_the_student_saying_what_was_found(
