@@ -121,10 +121,11 @@ def identity(pool: SandboxPool, context: dict) -> dict:
         own_cgroup = open("/proc/self/cgroup").read()
         namespaces = {{k: os.stat('/proc/self/ns/' + k).st_ino
                       for k in ('net', 'pid', 'ipc', 'mnt', 'user')}}
+        mounts = [line.split()[4:6] for line in open('/proc/self/mountinfo')]  # point, options
         """)
     try:
         result = _values(sandbox, "status", "uid", "pid", "cwd", "home", "namespaces",
-                         "own_cgroup")
+                         "own_cgroup", "mounts")
         result.update(sandbox_uid=sandbox.uid, host_status=_status(sandbox.pid),
                       host_namespaces=_namespaces(sandbox.pid), warnings=sandbox.warnings,
                       isolation=sandbox.isolation, cgroup=_cgroup_settings(sandbox.pid))
@@ -378,7 +379,8 @@ def confinement(pool: SandboxPool, context: dict) -> dict:
 
 
 def limits(pool: SandboxPool, context: dict) -> dict:
-    """rlimits in force, the size of /tmp, a disk filler, a memory hog, a fork bomb."""
+    """rlimits in force, the size of /tmp, a disk filler, a memory hog, a fork bomb, a
+    descriptor hoarder."""
     sandbox = _sandbox(pool, """
         import os, resource
         rlimits = {name: resource.getrlimit(getattr(resource, name))[0]
@@ -436,10 +438,22 @@ def limits(pool: SandboxPool, context: dict) -> dict:
         for pid in children:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
+        """, """
+        held = []
+        try:                           # 1000 descriptors: RLIMIT_NOFILE stops them
+            for _ in range(1000):
+                held.append(os.open('/dev/null', os.O_RDONLY))
+            open_error = 0
+        except OSError as exc:
+            open_error = exc.errno
+        opened = len(held)
+        for fd in held:
+            os.close(fd)
         """)
     try:
         return _values(sandbox, "rlimits", "tmp_mb", "files_written", "files_error",
-                       "big_error", "big_size", "touched", "hog", "forked", "fork_error") | {
+                       "big_error", "big_size", "touched", "hog", "forked", "fork_error",
+                       "opened", "open_error") | {
             "outcomes": [o.status for o in sandbox.outcomes]}
     finally:
         sandbox.close()

@@ -17,6 +17,7 @@ import pytest
 
 from autograder.corpus import cases
 from autograder.diagnoses.codes import CODES, LESSON_SECTIONS, WORDING, lesson_section
+from autograder.diagnoses.explanations import EXPLAINS
 from autograder.diagnoses.failures import CELL_STATUS_CODES
 from autograder.exercises import EXERCISES
 from autograder.report import render_text
@@ -72,6 +73,20 @@ def test_each_wording_is_whole_and_points_at_the_lesson(code):
     for exercise in EXERCISES:
         section = lesson_section(code, exercise)
         assert section is not None, (code, exercise)
+
+
+# Codes whose failing tests already say what is wrong (the shape, the order of the answers,
+# the memory measured): the report adds nothing to the test's own message.
+SAID_BY_THE_TEST = {("ex3", "wrong-shape"), ("ex3", "returns-swapped"),
+                    ("ex4", "blockwise-quadratic-memory")}
+
+
+def test_every_diagnosis_tells_the_student_what_to_change_unless_its_test_says_it():
+    silent = {key for key, (_tests, say) in EXPLAINS.items() if not say.strip()}
+    assert silent == SAID_BY_THE_TEST
+    for (exercise, code), (tests, say) in EXPLAINS.items():
+        assert tests and code in WORDING, (exercise, code)
+        assert say == say.strip(), (exercise, code)
 
 
 def test_every_lesson_section_is_a_heading_of_the_notebook():

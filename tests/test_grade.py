@@ -41,6 +41,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.api import Gradebook, MissingEntry
 
 import sdpa_course.grading.grade as pipeline
+from sdpa_course.nbgrader_ext.export import KitCsvExport
 
 
 def grade_course(course: Path, **kwargs):
@@ -265,6 +266,23 @@ def test_interrupted_run_resumes_with_the_unrecorded_student(small_class):
     assert again.graded_now == ["ben"] and again.records["ben"]["score"] == 3 + 6 + 4.5
 
 
+@pytest.mark.slow
+def test_a_student_the_kit_failed_is_graded_again_next_run_and_one_it_could_not_is_not(
+        small_class):
+    from sdpa_course.reports import records
+
+    reports = small_class / "reports" / "sdpa"
+    fingerprint = grade_course(small_class, workers=1).records["ben"]["fingerprint"]
+    # as a run records a grading worker it lost (Dask), or a gradebook it could not write
+    records.save_record(reports, records.failed_record(
+        "ben", "the grading worker died", fingerprint, retry=True))
+    again = grade_course(small_class, workers=1)
+    assert again.graded_now == ["ben"] and again.records["ben"]["status"] == "graded"
+    records.save_record(reports, records.failed_record("ben", "not a notebook", fingerprint))
+    third = grade_course(small_class, workers=1)  # the submission's own failure stands
+    assert third.graded_now == [] and third.records["ben"]["error"] == "not a notebook"
+
+
 def test_resubmission_is_regraded_and_a_broken_one_leaves_no_stale_score(small_class):
     grade_course(small_class, workers=1)
     submit(small_class, "ben", text="{broken")
@@ -277,7 +295,7 @@ def test_resubmission_is_regraded_and_a_broken_one_leaves_no_stale_score(small_c
 
 
 def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_penalty(
-        small_class):
+        small_class, monkeypatch):
     with (small_class / "nbgrader_config.py").open("a") as fh:
         fh.write("\nc.LateSubmissionPlugin.penalty_method = 'zero'\n")
     with gradebook(small_class) as gb:
@@ -294,6 +312,17 @@ def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_pe
         assert ada.timestamp.strftime("%Y-%m-%d %H:%M") == "2026-11-22 10:00"
         assert ada.late_submission_penalty == pytest.approx(20.0)  # "zero": all of it
         assert gb.find_submission("sdpa", "ben").late_submission_penalty == 0
+        monkeypatch.chdir(small_class)  # `nbgrader export` runs in the course directory
+        exported = {row["student_id"]: row for row in KitCsvExport().rows(gb)}
+    assert (exported["ada"]["raw_score"], exported["ada"]["late_submission_penalty"],
+            exported["ada"]["score"]) == ("20", "20", "0")
+    assert exported["ben"]["late_submission_penalty"] == "0"
+    assert exported["ben"]["score"] == exported["ben"]["raw_score"] != "0"
+    lms = {row["student_id"]: row for row in csv.DictReader(
+        (small_class / "reports" / "sdpa" / "grades.csv").open(encoding="utf-8"))}
+    assert (lms["ada"]["auto_score"], lms["ada"]["late_penalty"], lms["ada"]["total"]) == (
+        "20", "20", "0")
+    assert lms["ben"]["late_penalty"] == "0" and lms["ben"]["total"] == lms["ben"]["auto_score"]
     assert grade_course(small_class, workers=1).graded_now == []
 
 
@@ -326,6 +355,7 @@ def test_hand_marks_read_at_once_are_those_read_student_by_student(small_class):
 
     grade_course(small_class, workers=1)
     with gradebook(small_class) as gb:
+        before = {s: _marks_read_one_by_one(gb, s)["fingerprint"] for s in ("ada", "ben")}
         gb.find_grade("ex2_explain", "attention", "sdpa", "ada").manual_score = 1.5
         gb.find_comment("ex2_explain", "attention", "sdpa", "ada").manual_comment = "=good"
         gb.find_submission_notebook("attention", "sdpa", "ben").late_submission_penalty = 2
@@ -333,6 +363,8 @@ def test_hand_marks_read_at_once_are_those_read_student_by_student(small_class):
         expected = {s: _marks_read_one_by_one(gb, s) for s in ("ada", "ben")}
         assert expected["ada"]["written"]["ex2_explain"]["score"] == 1.5
         assert expected["ben"]["late_penalty"] == 2
+        # each change makes that student's feedback page stale: a rerun writes it again
+        assert all(expected[s]["fingerprint"] != before[s] for s in ("ada", "ben"))
         assert class_marks(gb, "sdpa", "attention", ["ada", "ben", "nobody"]) == expected
         assert class_marks(gb, "sdpa", "attention", ["ben"]) == {"ben": expected["ben"]}
         assert student_marks(gb, "sdpa", "attention", "ada") == expected["ada"]
@@ -766,6 +798,45 @@ def test_a_kmsg_time_zone_never_reaches_dateutils_gettz(tmp_path, monkeypatch):
     assert asked == []
     (tmp_path / "timestamp.txt").write_text("2026-11-20 09:30:00 America/New_York")
     assert read_timestamp(tmp_path)[0].hour == 14 and asked == ["America/New_York"]
+
+
+def test_a_timestamp_or_notebook_that_is_a_link_is_never_read_through(tmp_path):
+    from sdpa_course.grading.submissions import read_regular, read_timestamp
+
+    # a link to a file the student could not read (another's submission, the grader's files)
+    # holding a good time: nothing is read through it, the time is to check by hand
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "timestamp.txt").write_text(TIMESTAMP)
+    (elsewhere / "attention.ipynb").write_text('{"cells": []}')
+    student = tmp_path / "student"
+    student.mkdir()
+    (student / "timestamp.txt").symlink_to(elsewhere / "timestamp.txt")
+    (student / "attention.ipynb").symlink_to(elsewhere / "attention.ipynb")
+    when, text, warning = read_timestamp(student)
+    assert when is None and text == "" and "not a plain file" in warning
+    with pytest.raises(OSError):
+        read_regular(student / "attention.ipynb", 1000)
+    assert read_timestamp(elsewhere)[0] is not None  # the same file, not through a link
+
+
+def test_a_file_that_grew_past_the_size_limit_while_copied_leaves_nothing(tmp_path,
+                                                                         monkeypatch):
+    from sdpa_course.grading import submissions
+
+    # measured below the limit, then grown while the kit copied it (here: 64 MiB, sparse):
+    # the copy stops reading just past the limit and keeps nothing
+    source, target = tmp_path / "data.npy", tmp_path / "out" / "data.npy"
+    with source.open("wb") as fh:
+        fh.truncate(64 * 2**20)
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(submissions.os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    assert submissions._copy_regular(source, target, max_bytes=4096) is False
+    assert not target.exists() and sum(read) <= 4096 + 2 * submissions._COPY_CHUNK
+    source.write_bytes(b"x" * 5000)
+    assert submissions._copy_regular(source, target, max_bytes=5000) is True
+    assert target.read_bytes() == source.read_bytes()
 
 
 def test_work_where_nbgrader_does_not_look_fails_the_student_saying_what_was_found(

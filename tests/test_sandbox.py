@@ -629,6 +629,20 @@ def test_student_runs_unprivileged_in_an_empty_workdir_with_a_scrubbed_environme
                                        "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"}
 
 
+def test_nothing_of_the_zygotes_environment_reaches_student_code(run, monkeypatch):
+    # The pool starts its zygote with a few variables already; whatever it held, a worker
+    # starts from an environment of its own.
+    from autograder.sandbox import pool as pool_module
+    started = pool_module._zygote_environment
+    monkeypatch.setattr(pool_module, "_zygote_environment",
+                        lambda: started() | {"SDPA_GRADER_TOKEN": "s3cret", "PYTHONPATH": "/x"})
+    with SandboxPool() as own:
+        sandbox = run("import os\nenv = dict(os.environ)", sandbox_pool=own)
+        env = sandbox.get("env")
+    assert "SDPA_GRADER_TOKEN" not in env and "PYTHONPATH" not in env, env
+    assert env["HOME"] == env["MPLCONFIGDIR"].rpartition("/")[0]
+
+
 # -- processes -----------------------------------------------------------------------------
 
 

@@ -107,6 +107,22 @@ def test_frames_with_bad_magic_or_oversized_lengths_are_rejected():
         codec.parse_json(b"[1, 2]")
 
 
+def test_a_string_longer_than_the_limit_is_malformed_wherever_it_sits():
+    # the worker's encoder refuses such a string; a forged reply must not bring one either
+    assert codec.decode("x" * 50, b"", max_str_chars=50) == "x" * 50
+    for doc in ("x" * 51, ["x" * 51], {"d": [["key", "x" * 51]]}, {"t": ["x" * 51]}):
+        with pytest.raises(codec.MalformedMessage):
+            codec.decode(doc, b"", max_str_chars=50)
+
+
+def test_a_json_part_longer_than_the_limit_is_rejected_whatever_the_blob_allows():
+    limit = codec.MAX_JSON_BYTES
+    assert codec.parse_header(codec.HEADER.pack(codec.MAGIC, limit, 0), 1 << 40) == (limit, 0)
+    for claimed in (limit + 1, 2**63):  # the reader would wait for, and hold, that much text
+        with pytest.raises(codec.MalformedMessage):
+            codec.parse_header(codec.HEADER.pack(codec.MAGIC, claimed, 0), 1 << 40)
+
+
 # Hostile fields for an array's [dtype, shape, offset, nbytes], as a forged reply may send
 # them: each must be refused as MalformedMessage, never as numpy's own ValueError/TypeError.
 HOSTILE_DTYPES = ["<f3", "<b8", "<i3", "<c4", "<u0", "<f0", "|V8", "|O8", "<M8", "<m8",

@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.slow,
 REPO = graders.REPO
 SCENARIOS = Path(__file__).resolve().parent / "sandbox_scenarios.py"
 ZERO = ["0000000000000000"]
-LIMITS = {"memory_mb": 512, "disk_mb": 64, "processes": 32}
+LIMITS = {"memory_mb": 512, "disk_mb": 64, "processes": 32, "cpu_seconds": 30,  # the scenarios'
+          "open_files": 256}
 MiB = 2**20
 
 
@@ -167,6 +168,19 @@ def test_student_lives_in_namespaces_of_its_own(results):
     assert all(line.endswith(":/") for line in identity["own_cgroup"].splitlines())
 
 
+# Mounts a student may write to (its private tmpfs, its /proc, the few devices); any other,
+# the runtime above all, is read-only whatever Landlock and file permissions also refuse.
+WRITABLE_MOUNTS = {"/tmp", "/dev/shm", "/proc", *(f"/dev/{name}" for name in
+                                                 ("null", "zero", "full", "random", "urandom"))}
+
+
+def test_every_mount_but_the_private_temporaries_proc_and_devices_is_read_only(results):
+    mounts = results["identity"]["mounts"]
+    assert len(mounts) > 5 and {point for point, _ in mounts} >= WRITABLE_MOUNTS
+    writable = [point for point, options in mounts if "ro" not in options.split(",")]
+    assert set(writable) <= WRITABLE_MOUNTS, writable
+
+
 def test_no_file_of_the_course_the_kit_the_grader_or_other_students_is_readable(results):
     found, context = results["secrets"], results["context"]
     leaked = {}
@@ -239,10 +253,13 @@ def test_each_layer_refuses_on_its_own(results):
     assert probes["write /proc/self/comm"] == errno.EACCES
 
 
-def test_rlimits_tmp_size_disk_memory_and_processes_are_bounded(results):
+def test_rlimits_tmp_size_disk_memory_processes_and_descriptors_are_bounded(results):
     found = results["limits"]
-    assert found["outcomes"] == ["ok"] * 5
+    assert found["outcomes"] == ["ok"] * 6
     rlimits = found["rlimits"]
+    assert rlimits["RLIMIT_CPU"] == LIMITS["cpu_seconds"]
+    assert rlimits["RLIMIT_NOFILE"] == LIMITS["open_files"]
+    assert found["opened"] < LIMITS["open_files"] and found["open_error"] == errno.EMFILE
     assert 0 < rlimits["RLIMIT_AS"] < 4 * 2**30
     assert rlimits["RLIMIT_FSIZE"] == LIMITS["disk_mb"] * MiB
     assert rlimits["RLIMIT_NPROC"] == LIMITS["processes"] and rlimits["RLIMIT_CORE"] == 0

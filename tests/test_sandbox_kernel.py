@@ -4,8 +4,15 @@ running sandbox is checked by tests/test_sandbox_isolation.py.)"""
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 import re
+import socket
 import struct
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -81,6 +88,65 @@ def test_landlock_handles_every_right_its_abi_knows():
     assert landlock.handled_file_access(1) == (1 << 13) - 1
     assert landlock.handled_file_access(3) == (1 << 15) - 1
     assert landlock.handled_file_access(7) == (1 << 16) - 1
+
+
+# Landlock alone, in a process of its own: the sandbox's other layers (namespaces, seccomp)
+# refuse all of this too, so only here can a missing Landlock rule show.
+LANDLOCK_PROBE = r"""
+import json, os, socket, sys
+from autograder.sandbox import kernel, landlock
+port, abstract, outside = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+kernel.no_new_privs()
+landlock.restrict(landlock.abi_version())
+found = {}
+def attempt(name, action):
+    try:
+        action()
+        found[name] = 0
+    except OSError as exc:
+        found[name] = exc.errno
+def unix():
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect("\0" + abstract)
+attempt("tcp connect", lambda: socket.create_connection(("127.0.0.1", port), timeout=5))
+attempt("tcp bind", lambda: socket.socket().bind(("127.0.0.1", 0)))
+attempt("abstract unix", unix)
+attempt("signal", lambda: os.kill(os.getppid(), 0))
+attempt("write outside", lambda: open(outside, "w").close())
+attempt("read outside", lambda: os.listdir(os.path.dirname(outside)))
+attempt("write /tmp", lambda: open(os.path.join("/tmp", os.path.basename(outside)), "w").close())
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or landlock.abi_version() < 6,
+                    reason="needs Landlock ABI 6 (TCP rules, scoped sockets and signals)")
+def test_landlock_alone_refuses_tcp_abstract_sockets_signals_and_writes_outside_tmp():
+    server, unix = socket.socket(), socket.socket(socket.AF_UNIX)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    abstract = f"sdpa-landlock-{os.getpid()}"
+    unix.bind("\0" + abstract)
+    unix.listen()
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    name = f"sdpa-landlock-{os.getpid()}"
+    try:
+        done = subprocess.run([sys.executable, "-c", LANDLOCK_PROBE, str(server.getsockname()[1]),
+                               abstract, str(folder / name)], capture_output=True, text=True,
+                              timeout=60, cwd=Path(__file__).resolve().parent.parent)
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+        assert not (folder / name).exists()
+    finally:
+        server.close()
+        unix.close()
+        for leftover in (folder / name, Path("/tmp") / name):
+            leftover.unlink(missing_ok=True)
+        folder.rmdir()
+    assert found == {"tcp connect": errno.EACCES, "tcp bind": errno.EACCES,
+                     "abstract unix": errno.EPERM, "signal": errno.EPERM,
+                     "write outside": errno.EACCES, "read outside": 0, "write /tmp": 0}
 
 
 V1_MOUNTINFO = """\

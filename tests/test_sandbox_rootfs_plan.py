@@ -3,6 +3,7 @@ every distribution the zygote's pre-import loaded a module from, and what those 
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import subprocess
@@ -101,3 +102,26 @@ def test_the_plan_binds_matplotlib_and_what_it_needs_but_not_the_kit(preloaded):
     names = {os.path.basename(path) for path in plan.packages}
     assert {"numpy", "matplotlib", "PIL", "pyparsing", "kiwisolver"} <= names
     assert not names & {"sdpa_course", "autograder", "sdpa_ref", "nbgrader", "jsonschema"}
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_kits_own_distribution_is_never_bound_even_when_asked_for():
+    # its dist-info lists the answer key's copy in a wheel install: what hiding it keeps out
+    assert rootfs._Installed(set()).entries(["sdpa-course"])
+    assert (rootfs._Installed(FORBIDDEN).entries(["sdpa-course", "numpy"])
+            == rootfs._Installed(set()).entries(["numpy"]))
+
+
+def test_the_kits_packages_are_never_bound_even_if_the_pre_import_loaded_them(
+        preloaded, monkeypatch):
+    # As in a wheel install, the kit's packages sit in a directory imports come from.
+    monkeypatch.syspath_prepend(REPO)
+    kit = {"autograder", "autograder.sandbox", "sdpa_ref", "sdpa_course"}
+    for name in kit:  # imported for their locations, as the pre-import would
+        importlib.import_module(name)
+    plan = rootfs.plan(preloaded | kit, [], FORBIDDEN_PACKAGES, tuple(FORBIDDEN))
+    assert REPO in plan.emptied  # the checkout is taken for a site directory, as intended
+    bound = [path for path in plan.packages if os.path.dirname(path) == REPO]  # not .venv's
+    assert bound == [], bound

@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import time
 
 import pytest
 
@@ -108,3 +109,44 @@ def test_attached_is_for_a_forked_process_only():
                 SandboxPool.attached(pool, channel)
         finally:
             channel.close()
+
+
+def _leave_a_worker_sleeping(conn, parent: SandboxPool, channel) -> None:
+    pool = SandboxPool.attached(parent, channel)
+    cells = [Cell("import time\ndef nap():\n    time.sleep(600)\n", "cell 1")]
+    sandbox = Sandbox(cells, limits=Limits(call_seconds=600, submission_seconds=900), pool=pool)
+    sandbox.start()
+    conn.send(sandbox.pid)
+    sandbox.call("nap")  # killed meanwhile: nothing after this runs
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+@fork
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_grading_process_killed_mid_call_takes_its_worker_along():
+    """It never closes its sandbox: the zygote sees the worker's report pipe hang up."""
+    with SandboxPool() as pool:
+        context = multiprocessing.get_context("fork")
+        ours, theirs = context.Pipe()
+        channel = pool.attach_channel()
+        process = context.Process(target=_leave_a_worker_sleeping,
+                                  args=(theirs, pool, channel))
+        process.start()
+        channel.close()
+        assert ours.poll(60), "the grading process sent no worker pid"
+        worker = ours.recv()
+        assert worker > 0 and _alive(worker)
+        process.kill()
+        process.join(30)
+        deadline = time.monotonic() + 60  # a bound, not a speed test: it goes in milliseconds
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(worker)
+        assert _grade(pool, PROBE)[1] == 2  # and the zygote serves on

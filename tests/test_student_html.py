@@ -45,6 +45,34 @@ def test_pictures_only_as_data_images_and_links_never_as_data():
     assert 'href="data:' not in kept
 
 
+@pytest.mark.parametrize("src", ["https://tracker.example/p.png?student=alice",
+                                 "//tracker.example/p.png", "data:image/svg+xml;base64,PHN2Zz4=",
+                                 "data:text/html;base64,PHNjcmlwdD4="])
+def test_a_picture_from_anywhere_but_a_data_image_loses_its_source(src):
+    # opening the page must fetch nothing (no tracking of the TA) and draw no SVG
+    for rendered in (clean_html(f'<img src="{src}" alt="p">'),
+                     markdown_to_safe_html(f"![p]({src})")):
+        assert "<img" in rendered and "src=" not in rendered, rendered
+
+
+def test_no_style_can_move_a_students_text_over_the_page():
+    # a fixed, full-page box would cover the grader's results with the student's own
+    cover = 'position:fixed;top:0;left:0;width:100%;height:100%;background:white'
+    for html in (f'<div style="{cover}">11 / 11</div>', f'<p STYLE="{cover}">x</p>',
+                 f'<span style="{cover}">x</span>',
+                 f'<img src="data:image/png;base64,AA" style="{cover}">'):
+        for rendered in (clean_html(html), markdown_to_safe_html(html)):
+            assert "style" not in rendered.lower() and "position" not in rendered, rendered
+
+
+def test_task_list_boxes_stay_and_every_other_input_loses_its_type():
+    rendered = markdown_to_safe_html("- [x] scaled\n- [ ] masked\n")
+    assert rendered.count('type="checkbox"') == 2, rendered
+    for kind in ("password", "text", "submit", "image", "file", "hidden"):
+        kept = clean_html(f'<input type="{kind}" checked disabled>')
+        assert "type=" not in kept.replace('type="checkbox"', ""), kept
+
+
 @pytest.mark.parametrize("text", ["[" * 200_000, "$" * 200_000, "<" * 200_000,
                                   "\\begin{a}" * 30_000, "*a" * 100_000, "`" * 200_000])
 def test_hostile_markdown_renders_in_bounded_time(text):

@@ -172,6 +172,35 @@ def test_every_mistake_is_far_outside_the_tolerance_where_it_must_fail(errors):
     assert ratio >= MARGIN, f"{case} is only {ratio:.3g} tolerances off on {test}"
 
 
+def _clipped_softmax(z, axis=-1):
+    """A mistake with finite answers at large scores: exp of scores clipped at 700 (no
+    overflow, but every score near 800 weighs the same), instead of subtracting the maximum."""
+    e = np.exp(np.minimum(z, 700.0))  # z.shape
+    return e / e.sum(axis=axis, keepdims=True)  # z.shape
+
+
+def _clipped_attention(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])  # (n, d_k) @ (d_k, m) -> (n, m)
+    if mask is not None:
+        scores = np.where(mask, -1e9, scores)  # (n, m)
+    weights = _clipped_softmax(scores)  # (n, m)
+    return weights @ V, weights  # (n, m) @ (m, d_v) -> (n, d_v); (n, m)
+
+
+def test_a_finite_mistake_at_large_scores_is_far_outside_their_tolerance():
+    """The corpus's unstable softmaxes all give inf or NaN, which no tolerance lets
+    through: this one measures LARGE_SCORES' own margin."""
+    ratios = []
+    for variant in VARIANTS:
+        base = test_ex2.hidden_inputs(variant)["large_base"]  # (rows, columns)
+        ratios.append(_ratio(_clipped_softmax(base + test_ex2.SHIFT), _clipped_softmax(base),
+                             LARGE_SCORES))
+        moderate, large = test_ex3.hidden_inputs(variant)["stability"]
+        ratios += [_ratio(b, a, LARGE_SCORES) for a, b in
+                   zip(_clipped_attention(*moderate), _clipped_attention(*large), strict=True)]
+    assert min(ratios) >= MARGIN, min(ratios)
+
+
 def test_hand_numbers_rounded_or_cut_pass_and_the_closest_slips_fail():
     """Exercise 1 within HAND (one unit of the third decimal), exercise 2 within one unit of
     the third significant figure; a forward difference with step 1e-2 is outside it."""

@@ -50,6 +50,14 @@ def test_a_variant_is_a_function_of_the_seed_the_assignment_and_the_student():
                for other in others)
 
 
+def test_each_kind_of_hidden_input_has_a_stream_of_its_own_drawn_again_the_same():
+    alice = variant_for(SEED, "sdpa", "alice")
+    draws = {purpose: alice.rng(purpose).integers(0, 2**62, size=4).tolist()
+             for purpose in ("ex2", "ex3", "ex4", "stability")}
+    assert len({tuple(numbers) for numbers in draws.values()}) == len(draws)
+    assert alice.rng("ex3").integers(0, 2**62, size=4).tolist() == draws["ex3"]
+
+
 def test_the_public_key_and_the_secret_inputs_come_from_separate_labels():
     """HMAC under distinct labels: the numbers key (public, in the release) is neither the
     seed nor the inputs key, and each student's inputs seed differs from both."""
