@@ -15,24 +15,16 @@ from autograder.diagnoses.codes import CODES, ordered
 from autograder.diagnoses.ex3 import MASKED
 from autograder.diagnoses.misconceptions import Model, all_models
 from autograder.runner import SuiteTest, collect, run_tests
-from autograder.sandbox import MissingName, StudentRaised
+from autograder.sandbox import StudentRaised
+from autograder.variants import DEFAULT
+from tests.corpus_exec import InProcessStudent
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class FakeStudent:
+def in_process(**names) -> InProcessStudent:
     """Stands in for the sandbox proxy: values and functions from a dict, in-process."""
-
-    def __init__(self, **names):
-        self.names = names
-
-    def has(self, name):
-        return name in self.names
-
-    def value(self, name):
-        if name not in self.names:
-            raise MissingName(name)
-        return self.names[name]
+    return InProcessStudent(names, DEFAULT)
 
 
 def _test(function, exercise="ex1", points=1.0):
@@ -52,7 +44,7 @@ def test_runner_scores_passes_and_keeps_going_after_failures():
     def test_raises(student):
         raise StudentRaised("ValueError", "bad shapes")
 
-    results = run_tests(FakeStudent(a=1), tuple(map(_test, (
+    results = run_tests(in_process(a=1), tuple(map(_test, (
         test_passes, test_mismatch, test_missing, test_raises))))
     assert [(r.name, r.score, r.diagnoses) for r in results] == [
         ("passes", 1.0, ()), ("mismatch", 0.0, ()), ("missing", 0.0, ("missing-name",)),
@@ -65,7 +57,7 @@ def test_a_bug_in_a_check_is_a_kit_error_not_a_student_failure():
     def test_buggy(student):
         return {}["key"]
 
-    (result,) = run_tests(FakeStudent(), (_test(test_buggy),))
+    (result,) = run_tests(in_process(), (_test(test_buggy),))
     assert not result.passed and result.kit_error == "KeyError: 'key'"
     assert "could not be checked" in result.message
 
