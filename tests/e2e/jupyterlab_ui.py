@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from playwright_api import expect
+from playwright_api import expect, sync_api
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 # Kernel start, a whole Run All and a save are the slowest things waited for.
 KERNEL_TIMEOUT_MS = 60_000
 RUN_ALL_TIMEOUT_MS = 90_000
+# A Run All that JupyterLab took shows a queued ([*]) or new prompt at once; none by then means
+# it dropped the command (seen while the kernel's connection was still settling on a busy
+# machine: every prompt stayed [ ]), and it is given again once.
+RUN_ALL_TAKEN_MS = 20_000
 
 EXECUTED_PROMPT = re.compile(r"^\[(\d+)\]:$")
 
@@ -99,11 +103,27 @@ _ALL_RUN_AFTER = """([selector, before]) => {
 PROMPTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt"
 
 
+# True once some code cell is queued, running or has run anew.
+_ANY_TAKEN_AFTER = """([selector, before]) => [...document.querySelectorAll(selector)].some(p => {
+    const m = /^\\[(\\d+|\\*)\\]:$/.exec(p.textContent.trim());
+    return m !== null && (m[1] === "*" || Number(m[1]) > before);
+})"""
+
+
 def run_all_cells(page: Page, notebook: Locator) -> None:
-    """Run > Run All Cells, then wait until every code cell has run anew."""
+    """Run > Run All Cells (given once more if JupyterLab dropped it), then wait until every
+    code cell has run anew."""
     before = max(filter(None, execution_counts(notebook)), default=0)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    for attempt in (1, 2):
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.wait_for_function(_ANY_TAKEN_AFTER, arg=[PROMPTS, before],
+                                   timeout=RUN_ALL_TAKEN_MS)
+            break
+        except sync_api.TimeoutError:
+            if attempt == 2:
+                raise
     page.wait_for_function(_ALL_RUN_AFTER, arg=[PROMPTS, before], timeout=RUN_ALL_TIMEOUT_MS)
     wait_for_idle_kernel(page)
 
