@@ -307,3 +307,23 @@ def test_a_student_checks_their_own_numbers_with_the_notebooks_key(graded, tmp_p
     assert main(["check", str(REPO / "solutions" / "sdpa" / "attention.ipynb"),
                  "--student", "ben"]) == 2
     assert "carries no course key" in capsys.readouterr().err
+
+
+def test_a_students_notebook_checked_without_an_id_says_how_to_check_their_own_numbers(
+        graded, tmp_path, capsys):
+    """Without --student the lesson's numbers are graded, so a notebook showing a student's
+    own loses exercises 1 and 2: the report must say that it was no id, and how to name one."""
+    course, _ = graded
+    mine = tmp_path / "attention.ipynb"
+    nbformat.write(answer_key_for(Course.open(course), "ben"), str(mine))
+    assert main(["check", str(mine), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["variant"]["label"] == "default"
+    assert report["exercises"]["ex1"]["diagnoses"] == ["other-variant"]
+    assert any(f"`sdpa-course check {mine} --student YOUR_ID`" in warning
+               for warning in report["warnings"]), report["warnings"]
+    # named, nothing to add; the lesson's own numbers shown, nothing to add either
+    assert main(["check", str(mine), "--student", "ben", "--json"]) == 0
+    assert not any("--student" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    assert main(["check", str(REPO / "solutions" / "sdpa" / "attention.ipynb"), "--json"]) == 0
+    assert not any("--student" in w for w in json.loads(capsys.readouterr().out)["warnings"])
