@@ -172,3 +172,17 @@ def test_every_module_imports_in_dependency_order_in_a_fresh_interpreter():
     done = subprocess.run([sys.executable, "-c", script, *order], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+PACKAGES_OF_SDPA_COURSE = sorted(m for m, path in MODULES.items()
+                                 if m.startswith("sdpa_course.") and path.name == "__init__.py")
+
+
+@pytest.mark.parametrize("package", PACKAGES_OF_SDPA_COURSE)
+def test_each_package_docstring_names_what_it_owns_and_may_import(package):
+    docstring = ast.get_docstring(ast.parse(MODULES[package].read_text())) or ""
+    assert "May import:" in docstring, f"{package}'s docstring does not say what it may import"
+    owned = [m.rpartition(".")[2] for m in MODULES if m.rpartition(".")[0] == package]
+    unnamed = [name for name in owned  # `name` or `name.something`
+               if f"`{name}`" not in docstring and f"`{name}." not in docstring]
+    assert not unnamed, f"{package}'s docstring does not name its modules {unnamed}"
