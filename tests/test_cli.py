@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from sdpa_course.cli import build_parser
 from sdpa_course.demo import notebook_from_source
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
 SDPA_COURSE = BIN / "sdpa-course"
 MISTAKE = "ex3-mask-inverted"  # a corpus case: partial credit on ex3 and one diagnosis
 REPORT_KEYS = {"submission", "score", "max_score", "exercises"}
@@ -48,9 +50,29 @@ def not_json(text: str) -> bool:
     return False
 
 
-def test_every_contract_command_is_a_subcommand():
+def contract_commands() -> list[tuple[str, list[str]]]:
+    """(command, its flags) of each row of section 4 of docs/CONTRACT.md and its additions."""
+    rows = []
+    for document in ("CONTRACT.md", "CONTRACT-ADDITIONS.md"):
+        text = (ROOT / "docs" / document).read_text()
+        section = text.split("\n## 4. The command line", 1)[1].split("\n## ", 1)[0]
+        for line in section.splitlines():
+            if line.startswith("| `sdpa-course "):
+                usage = line.split("|")[1]
+                rows.append((usage.split()[1].strip("`"), re.findall(r"--[a-z][a-z-]*", usage)))
+    return rows
+
+
+def test_every_contract_command_and_flag_is_in_the_command_line():
     commands = build_parser()._subparsers._group_actions[0].choices
-    assert {"demo", "init", "release", "grade", "check", "variant"} <= set(commands)
+    rows = contract_commands()
+    assert {"demo", "init", "release", "grade", "check", "feedback", "variant"} <= {
+        command for command, _ in rows}  # the tables were read
+    for command, flags in rows:
+        assert command in commands, f"`sdpa-course {command}` is in the contract, not the CLI"
+        options = {option for action in commands[command]._actions
+                   for option in action.option_strings}
+        assert set(flags) <= options, (command, sorted(set(flags) - options))
 
 
 def test_the_console_script_is_installed_and_answers_help(tmp_path):
