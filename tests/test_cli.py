@@ -243,8 +243,12 @@ def test_grade_json_prints_the_class_result_with_absolute_scores(graded_json):
     _, done = graded_json
     assert done.returncode == 1, done.stderr  # cy could not be graded
     out = json.loads(done.stdout)
+    assert set(out) == {"assignment", "students", "isolation", "missing"}  # as documented
     assert out["assignment"] == "sdpa" and set(out["students"]) == {"ada", "ben", "cy"}
+    assert (out["isolation"], out["missing"]) == ("namespaces", [])
     ada, ben, cy = (out["students"][s] for s in ("ada", "ben", "cy"))
+    assert set(ada) == {"status", "score", "max_score", "extra_credit", "exercises", "variant",
+                        "error", "warnings", "check_by_hand", "hand_graded"}
     assert ada["status"] == "graded" and ada["score"] == MAX_SCORE == ada["max_score"]
     assert ada["error"] is None and ada["extra_credit"] == EXTRA_CREDIT
     mistake = bens_mistake(graded_json[0])
