@@ -190,3 +190,11 @@ def test_each_package_docstring_names_what_it_owns_and_may_import(package):
     unnamed = [name for name in owned  # `name` or `name.something`
                if f"`{name}`" not in docstring and f"`{name}." not in docstring]
     assert not unnamed, f"{package}'s docstring does not name its modules {unnamed}"
+
+
+def test_the_top_package_docstring_names_every_module_and_package_of_sdpa_course():
+    docstring = ast.get_docstring(ast.parse(MODULES["sdpa_course"].read_text())) or ""
+    direct = [m.split(".")[1] for m in MODULES
+              if m.count(".") == 1 and m.startswith("sdpa_course.")]
+    unnamed = [name for name in direct if f"`{name}" not in docstring]
+    assert direct and not unnamed, f"sdpa_course's docstring does not name {unnamed}"
