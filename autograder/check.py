@@ -8,6 +8,10 @@ The grading engine is imported only once the arguments are known to be usable.
 `check` is what a self-learner runs on their own notebook: where the machine refuses the
 sandbox's namespaces, it says so in one line and runs the code unisolated (the report's
 warnings say so too), rather than refusing as `grade` does.
+
+Its sandbox's zygote is kept warm for ten minutes after use (`autograder.sandbox.warm`;
+``SDPA_COURSE_WARM_SANDBOX`` seconds, 0 for never), so that a check after an edit does not
+pay for its start again: about half of a check's time.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import warnings
 from pathlib import Path
 
 from autograder.sandbox import IsolationUnavailable, SandboxPool  # no numpy: starts quickly
+from autograder.sandbox.warm import idle_seconds
 from autograder.submission import SubmissionError, read_submission
 
 UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolation ({reason}); "
@@ -32,7 +37,8 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     except SubmissionError as err:
         print(f"sdpa-course check: {err}", file=sys.stderr)
         return 2
-    pool = SandboxPool()
+    # The next check (after an edit) forks its worker from this zygote: see `sandbox.warm`.
+    pool = SandboxPool(keep_warm=idle_seconds())
     pool.start(wait=False)  # the zygote boots while the engine and the suites import
     # deferred: numpy, the engine and the suites import while the zygote boots
     from autograder.engine import grade_cells
