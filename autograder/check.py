@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -28,6 +29,13 @@ from autograder.submission import SubmissionError, read_submission
 UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolation ({reason}); "
                    "running your code unisolated, as you, which is fine for your own notebook "
                    "(never grade others' this way)")
+
+
+def _load_suites(collect) -> None:
+    try:
+        collect()
+    except Exception:  # noqa: BLE001 - the engine collects them again, and says what failed
+        pass
 
 
 def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
@@ -45,7 +53,10 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     from autograder.report import render_text
     from autograder.runner import collect
 
-    collect()  # the hidden suites (and pytest, for their marks) load meanwhile too
+    if pool.warm:  # no zygote to wait for: the suites load while the cells run
+        threading.Thread(target=_load_suites, args=(collect,), daemon=True).start()
+    else:
+        collect()  # the hidden suites (and pytest, for their marks) load meanwhile too
 
     try:
         graded_as = {} if variant is None else {"variant": variant}
