@@ -20,7 +20,8 @@ configuration (isolation, the paths it hides), its environment, the interpreter,
 and the modification times of the directories on `sys.path` that packages are imported from
 (not the first, the script's or working folder, which a saved notebook changes), so that a
 package installed or removed, a kit upgraded or a course's hidden paths changed start a new
-zygote (the stale one idles out). ``SDPA_COURSE_WARM_SANDBOX`` sets the idle time in seconds (0: never keep one).
+zygote (the stale one idles out). ``SDPA_COURSE_WARM_SANDBOX`` sets the idle time in seconds
+(0: never keep one).
 """
 
 from __future__ import annotations
