@@ -81,7 +81,8 @@ def results(grader, course):
 
 
 # What a zygote kept warm by one `sdpa-course check` for the next is checked for.
-WARM_SCENARIOS = ["identity", "secrets", "writes", "network", "confinement", "limits"]
+WARM_SCENARIOS = ["identity", "secrets", "writes", "network", "neighbours", "processes",
+                  "confinement", "limits"]
 
 
 @pytest.fixture(scope="module")
@@ -323,5 +324,7 @@ def test_a_zygote_kept_warm_between_checks_keeps_every_guarantee(warm_results, g
     test_no_file_of_the_course_the_kit_the_grader_or_other_students_is_readable(warm_results)
     test_nothing_written_outlives_the_submission(warm_results)
     test_no_network_not_even_loopback_or_another_local_address(warm_results)
+    test_two_submissions_graded_at_once_cannot_reach_each_other(warm_results)
+    test_background_processes_die_with_the_submission(warm_results)
     test_each_layer_refuses_on_its_own(warm_results)
     test_rlimits_tmp_size_disk_memory_processes_and_descriptors_are_bounded(warm_results)
