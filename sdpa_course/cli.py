@@ -105,6 +105,8 @@ def _check(args: argparse.Namespace) -> int:
         from sdpa_course.nbgrader_ext.variants import notebook_numbers_key  # deferred: nbgrader
 
         key = notebook_numbers_key(Path(args.path))
+        if not key and not Path(args.path).is_file():
+            return check_path(Path(args.path), as_json=args.json)  # it says what is missing
         if not key:
             raise KitError(f"{args.path} carries no course key (a notebook released by a "
                            "course with a seed does): its numbers are the lesson's, check it "

@@ -327,3 +327,20 @@ def test_a_students_notebook_checked_without_an_id_says_how_to_check_their_own_n
     assert not any("--student" in w for w in json.loads(capsys.readouterr().out)["warnings"])
     assert main(["check", str(REPO / "solutions" / "sdpa" / "attention.ipynb"), "--json"]) == 0
     assert not any("--student" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_variant_and_check_as_a_student_refuse_what_they_cannot_do_and_say_why(tmp_path,
+                                                                                capsys):
+    course = init_course(tmp_path / "course")
+    # an empty id would be the lesson's numbers, printed as if they were a student's
+    assert main(["variant", " ", "--course-dir", str(course)]) == 2
+    assert "a student id is needed" in capsys.readouterr().err
+    # a folder given as the answer key's file: said, not a traceback
+    assert main(["variant", "ann", "--course-dir", str(course), "--answer-key",
+                 str(tmp_path)]) == 2
+    assert f"cannot write the answer key to {tmp_path}" in capsys.readouterr().err
+    # a missing file is missing, not a notebook without a course key
+    missing = tmp_path / "attention.ipynb"
+    assert main(["check", str(missing), "--student", "ann"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "course key" not in err
