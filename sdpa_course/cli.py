@@ -91,6 +91,9 @@ def _feedback(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.student is not None and not args.student.strip():
+        raise KitError("--student needs the student's id (without it, the lesson's numbers are "
+                       "checked)")
     if args.course and not args.student:
         raise KitError("--course needs --student: the id of the student to grade as")
     variant = None

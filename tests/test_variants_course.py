@@ -344,3 +344,7 @@ def test_variant_and_check_as_a_student_refuse_what_they_cannot_do_and_say_why(t
     assert main(["check", str(missing), "--student", "ann"]) == 2
     err = capsys.readouterr().err
     assert "no such file" in err and "course key" not in err
+    # an empty --student is no student: said, never graded as the lesson's numbers
+    for blank in ("", " "):
+        assert main(["check", str(missing), "--student", blank, "--course", str(course)]) == 2
+        assert "--student needs the student's id" in capsys.readouterr().err
