@@ -189,6 +189,11 @@ def test_init_creates_a_course_and_refuses_a_non_empty_folder_without_force(tmp_
     forced = sdpa_course("init", "course", "--force", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert (course / "notes.txt").read_text() == "mine"
+    # a place no folder can be made (under a file: refused to root as well)
+    (tmp_path / "a-file").write_text("")
+    nowhere = sdpa_course("init", "a-file/course", cwd=tmp_path)
+    assert nowhere.returncode == 2 and "Traceback" not in nowhere.stderr
+    assert "cannot create the course at a-file/course" in nowhere.stderr
 
 
 def test_release_in_the_course_and_with_course_dir(tmp_path):
