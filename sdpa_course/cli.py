@@ -127,6 +127,17 @@ def _variant(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    """A count of processes: 0 or fewer would quietly mean something else (all cores, one)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return count
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdpa-course",
@@ -137,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the whole instructor round trip on a throwaway course")
     p.add_argument("--dir", type=Path, default=None,
                    help="where to build the demo course (default: a new temporary folder)")
-    p.add_argument("--workers", type=int, default=None, help="grading processes (default: cores)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="grading processes (default: cores)")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("init", help="create a ready nbgrader course directory")
@@ -155,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("grade", help="grade every submission under submitted/")
     p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
-    p.add_argument("--workers", type=int, default=None, help="grading processes (default: cores)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="grading processes (default: cores)")
     p.add_argument("--force", action="store_true", help="regrade students already recorded")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="grade on the workers of this Dask scheduler (e.g. tcp://host:8786) "

@@ -86,6 +86,9 @@ def test_no_command_and_an_unknown_flag_are_refused(tmp_path):
     assert sdpa_course(cwd=tmp_path).returncode == 2
     refused = sdpa_course("check", "x.py", "--jsn", cwd=tmp_path)
     assert refused.returncode == 2 and "--jsn" in refused.stderr
+    for workers in ("0", "-3", "two"):  # 0 meant every core and -3 one, without a word
+        refused = sdpa_course("grade", "--workers", workers, cwd=tmp_path)
+        assert refused.returncode == 2 and "1 or more" in refused.stderr, refused.stderr
 
 
 # --- check PATH [--json] ------------------------------------------------------------------
