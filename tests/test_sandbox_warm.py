@@ -90,6 +90,18 @@ def test_a_package_installed_or_another_configuration_names_another_zygote(monke
     assert warm.zygote_key(config, {"PATH": "/bin"}, b"code") != changed
 
 
+def test_the_runtime_folder_is_used_only_where_it_is_this_users_own(cache, monkeypatch,
+                                                                    tmp_path):
+    runtime = tmp_path / "run-user"
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert warm.socket_directory() == cache / "sdpa-course" / "warm"  # missing: not made
+    assert not runtime.exists()
+    runtime.mkdir(mode=0o755)
+    assert warm.socket_directory() == cache / "sdpa-course" / "warm"  # others may enter
+    runtime.chmod(0o700)
+    assert warm.socket_directory() == runtime / "sdpa-course"
+
+
 def test_no_socket_is_kept_in_a_folder_others_may_enter_or_that_is_a_link(cache, tmp_path):
     folder = cache / "sdpa-course" / "warm"
     assert warm.socket_directory() == folder and folder.stat().st_mode & 0o777 == 0o700

@@ -71,7 +71,9 @@ def socket_directory() -> Path | None:
     """This user's private directory for warm zygotes' sockets, made if missing; None where
     none can be had (a shared or foreign directory is never used)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    candidates = [Path(runtime) / "sdpa-course"] if runtime.startswith("/") else []
+    candidates = []
+    if runtime.startswith("/") and _private_directory(Path(runtime)):  # never made here
+        candidates.append(Path(runtime) / "sdpa-course")
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     candidates.append(Path(base) / "sdpa-course" / "warm")
     for directory in candidates:
