@@ -141,6 +141,28 @@ def test_a_second_pool_forks_fresh_workers_from_the_first_pools_zygote(cache):
         assert not third.warm and third.zygote_pid != zygote
 
 
+REUSED_WITHOUT_BYTECODE = textwrap.dedent("""
+    from autograder.sandbox import SandboxPool, warm
+    with SandboxPool(keep_warm=60) as first:
+        pass
+    with SandboxPool(keep_warm=60) as second:
+        print(second.warm, second.warm_socket == first.warm_socket)
+    warm.stop(second.warm_socket)
+""")
+
+
+def test_the_next_pool_finds_the_warm_zygote_when_its_code_is_compiled_anew(cache, tmp_path):
+    """No bytecode cache to read (a fresh clone, PYTHONDONTWRITEBYTECODE): the sandbox's
+    modules are compiled for each pool, and marshal writes the same code differently from one
+    compilation to the next, so the zygote is named by its sources."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPYCACHEPREFIX": str(tmp_path / "no-bytecode")}
+    done = subprocess.run([sys.executable, "-c", REUSED_WITHOUT_BYTECODE], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
 def test_a_warm_zygote_ends_once_idle_and_the_next_pool_starts_anew(cache):
     with SandboxPool(keep_warm=1) as pool:
         zygote = pool.zygote_pid

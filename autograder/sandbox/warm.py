@@ -87,9 +87,10 @@ def socket_directory() -> Path | None:
     return None
 
 
-def zygote_key(config: dict, environment: dict[str, str], code: bytes) -> str:
-    """What the zygote was built from, hashed; see the module's docstring."""
-    digest = hashlib.sha256(code)
+def zygote_key(config: dict, environment: dict[str, str], sources: bytes) -> str:
+    """What the zygote was built from, hashed (`sources`: its code's); see the module's
+    docstring."""
+    digest = hashlib.sha256(sources)
     mtimes = []
     for entry in sys.path[1:]:  # not [0], the script's or working folder: see above
         try:
