@@ -326,6 +326,27 @@ def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_pe
     assert grade_course(small_class, workers=1).graded_now == []
 
 
+def _grade_while_the_student_submits_again(path, **kwargs):
+    """The fake engine, during whose grading the student hands in a notebook that loses
+    points (as `nbgrader collect` or an LMS sync may bring one while a class is graded)."""
+    report = fake_engine.grade_submission(path, **kwargs)
+    autograded = Path(path)  # <course>/autograded/<student>/sdpa/attention.ipynb
+    if "FAKE:ex3" not in autograded.read_text():
+        submit(autograded.parents[3], autograded.parents[1].name,
+               with_code(answer_key(), "# FAKE:ex3=4.5"))
+    return report
+
+
+def test_a_resubmission_that_arrives_while_the_old_notebook_is_graded_is_graded_next_run(
+        small_class):
+    first = pipeline.grade_course(small_class, engine=_grade_while_the_student_submits_again,
+                                  workers=1)
+    assert first.records["ada"]["score"] == 20  # the notebook that was there when read
+    again = grade_course(small_class, workers=1)
+    assert again.graded_now == ["ada"]  # ben's notebook has not changed
+    assert again.records["ada"]["score"] == 3 + 6 + 4.5
+
+
 def test_force_regrade_keeps_hand_given_marks(small_class):
     grade_course(small_class, workers=1)
     with gradebook(small_class) as gb:
