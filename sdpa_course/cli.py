@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 
 from autograder.check import check_path  # light: it imports the engine once it runs
+from autograder.terminal import one_line
 from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
 
@@ -195,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     defer_iri_grammar()  # before any command imports nbformat: a second saved
     try:
         return args.func(args)
-    except KitError as err:
-        print(f"sdpa-course {args.command}: {err}", file=sys.stderr)
+    except KitError as err:  # may quote a student's id or file name: each line escaped
+        shown = "\n".join(one_line(line) for line in str(err).split("\n"))
+        print(f"sdpa-course {args.command}: {shown}", file=sys.stderr)
         return 2
     except NotImplementedError as err:
         print(f"sdpa-course {args.command}: not implemented yet ({err})", file=sys.stderr)
