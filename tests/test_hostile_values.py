@@ -7,10 +7,20 @@ and turned a whole submission into `failed`.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
-from autograder.compare import Mismatch, as_array, as_number, as_pair, close, numbers
+from autograder.compare import (
+    MAX_ANSWER_VALUES,
+    Mismatch,
+    as_array,
+    as_number,
+    as_pair,
+    close,
+    numbers,
+)
 from autograder.diagnoses import ex1, ex2, ex3, ex4
 from autograder.engine import grade_content
 from autograder.exercises import EXERCISES
@@ -111,6 +121,27 @@ def test_diagnoses_of_a_submission_that_defines_nothing():
     student = MissingStudent(None)
     for diagnose in (ex1.diagnose, ex2.diagnose, ex3.diagnose, ex4.diagnose):
         assert diagnose(student) == set()
+
+
+@pytest.mark.parametrize("kind", [HostileStudent, HostilePairStudent])
+def test_an_answer_too_large_to_be_right_is_wrong_and_never_copied(kind):
+    # Past MAX_ANSWER_VALUES in a narrow dtype: the worker may reply with 64 MiB of uint8,
+    # which each check and probe read as float64 (8 times larger) and kept: 180 copies here,
+    # and a `check` of one such notebook grew to 5.8 GB.
+    value = np.ones((MAX_ANSWER_VALUES // 1000 + 100, 1000), dtype=np.uint8)
+    student = kind(value)
+    run_tests(student)  # the suites' own inputs and references, made once
+    tracemalloc.start()
+    try:
+        results = run_tests(student)
+        for diagnose in (ex1.diagnose, ex2.diagnose, ex3.diagnose, ex4.diagnose):
+            diagnose(student)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * value.nbytes, f"{peak / value.nbytes:.1f} times the answer's size"
+    wrong = [r for r in results if r.message and "far more than any answer here" in r.message]
+    assert wrong and not [r for r in results if r.kit_error]
 
 
 def test_a_number_too_large_for_a_float_is_graded_wrong_not_failed():
