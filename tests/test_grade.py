@@ -347,6 +347,20 @@ def test_a_resubmission_that_arrives_while_the_old_notebook_is_graded_is_graded_
     assert again.records["ada"]["score"] == 3 + 6 + 4.5
 
 
+def test_half_a_surrogate_pair_in_a_notebook_is_graded_and_stops_no_one(small_class):
+    # "\ud83d" in the JSON (a broken emoji, as a browser saves it): writing the autograded
+    # notebook raised UnicodeEncodeError out of the run, before anyone was recorded
+    key = with_cell_source(answer_key(), "ex2_explain", "Scaling keeps exp tame \ud83d")
+    submit(small_class, "cam", text=json.dumps(with_code(key, "# FAKE:ex3=4.5 \udc00")))
+    result = grade_course(small_class, workers=1)
+    assert sorted(result.graded_now) == ["ada", "ben", "cam"]
+    cam = result.records["cam"]
+    assert cam["status"] == "graded" and cam["score"] == 3 + 6 + 4.5
+    assert any("half of a surrogate pair" in note for note in cam["warnings"])
+    page = (small_class / "feedback" / "cam" / "sdpa" / "attention.html").read_text()
+    assert "Scaling keeps exp tame \ufffd" in page
+
+
 def test_force_regrade_keeps_hand_given_marks(small_class):
     grade_course(small_class, workers=1)
     with gradebook(small_class) as gb:

@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import parse_utc
 
+from autograder.submission import replace_lone_surrogates
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.errors import GradingFailed
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE, embedded_key
@@ -488,6 +489,9 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
                                 f"{where}. Reopen it in Jupyter or download it again.") from None
         message = " ".join(str(err).split())[:300]
         raise GradingFailed(f"{path.name} is not a readable notebook: {message}") from None
+    # no UTF-8 file, compiler or page holds half a surrogate pair: writing the autograded
+    # notebook stopped the whole run (check reads the notebook the same way)
+    broken_characters = replace_lone_surrogates(nb)
     if release_metadata is None:
         release_metadata = dict.fromkeys({*cell_ids, *grade_ids, *(locked_sources or {})})
     restored, stripped = _release_metadata_only(nb, release_metadata)
@@ -502,6 +506,9 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
             f"cells ({', '.join(sorted(cell_ids))}) is in it"
         )
     warnings = []
+    if broken_characters:
+        warnings.append(f"{broken_characters} characters that are half of a surrogate pair (a "
+                        "broken emoji) read as U+FFFD")
     if restored:
         warnings.append(f"nbgrader metadata edited and put back as released: "
                         f"{_names(restored)}")
