@@ -361,6 +361,26 @@ def test_half_a_surrogate_pair_in_a_notebook_is_graded_and_stops_no_one(small_cl
     assert "Scaling keeps exp tame \ufffd" in page
 
 
+def test_a_kit_fault_preparing_one_notebook_fails_that_student_only(small_class, monkeypatch):
+    import sdpa_course.grading.recording as recording
+
+    read = recording.read_submitted_notebook
+
+    def fails_on_ben(submission, *args, **kwargs):
+        if submission.student == "ben":
+            raise ValueError("a notebook the kit did not foresee")
+        return read(submission, *args, **kwargs)
+
+    monkeypatch.setattr(recording, "read_submitted_notebook", fails_on_ben)
+    result = grade_course(small_class, workers=1)
+    assert result.records["ada"]["status"] == "graded"
+    ben = result.records["ben"]
+    assert ben["status"] == "failed" and ben["retry"]
+    assert "ValueError: a notebook the kit did not foresee" in ben["error"]
+    monkeypatch.undo()  # the kit fixed: the next run grades ben
+    assert grade_course(small_class, workers=1).graded_now == ["ben"]
+
+
 def test_force_regrade_keeps_hand_given_marks(small_class):
     grade_course(small_class, workers=1)
     with gradebook(small_class) as gb:

@@ -190,6 +190,12 @@ class _GradingRun:
                                                   retry=err.retry),
                             timed=False)
                 continue
+            except Exception as err:  # the kit's fault on this notebook: the class goes on
+                self.recorder.gradebook.db.rollback()
+                self.finish(records.failed_record(
+                    submission.student, f"preparing the submission for grading failed: "
+                    f"{type(err).__name__}: {err}", fingerprint, retry=True), timed=False)
+                continue
             # the folder's student id, never the one the notebook claims
             self.pool.submit(submission.student, path,
                              self.variants.variant(submission.student, self.course.assignment))
