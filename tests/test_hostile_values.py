@@ -7,6 +7,7 @@ and turned a whole submission into `failed`.
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 
 import numpy as np
@@ -155,6 +156,16 @@ def test_a_number_too_large_for_a_float_is_graded_wrong_not_failed():
     failed = [t["message"] for ex in report["exercises"].values() for t in ex["tests"]
               if not t["passed"]]
     assert any("too large for a float" in message for message in failed), failed
+
+
+def test_half_a_surrogate_pair_in_an_error_message_leaves_a_report_utf8_can_hold():
+    from autograder.corpus import case
+
+    source = case("lesson-style").source + "\nraise ValueError('bad ' + chr(0xd83d))\n"
+    report = grade_content(source, name="s.py")
+    assert report["score"] == 20 and "kit_errors" not in report
+    json.dumps(report, ensure_ascii=False).encode("utf-8")  # what the autograded notebook needs
+    assert any("bad \ufffd" in cell["error"] for cell in report["cells"])
 
 
 # -- text a student controls, on a terminal ----------------------------------------------------
