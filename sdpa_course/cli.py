@@ -91,7 +91,14 @@ def _feedback(args: argparse.Namespace) -> int:
     return feedback_class(Path(args.course_dir), force=args.force)
 
 
+def _student_id(typed: str | None) -> str | None:
+    """A student id from the command line as `grade` names that folder: bytes that are not
+    UTF-8 (a folder's name, tab-completed) shown as `\\xNN` (`submissions.escaped_name`)."""
+    return None if typed is None else os.fsencode(typed).decode("utf-8", "backslashreplace")
+
+
 def _check(args: argparse.Namespace) -> int:
+    args.student = _student_id(args.student)
     if args.course and not args.student:
         raise KitError("--course needs --student: the id of the student to grade as")
     variant = None
@@ -118,7 +125,7 @@ def _variant(args: argparse.Namespace) -> int:
     from sdpa_course.course.variants import show_variant  # deferred: start-up time
 
     answer_key = Path(args.answer_key) if args.answer_key else None
-    print(show_variant(Path(args.course_dir), args.student, as_json=args.json,
+    print(show_variant(Path(args.course_dir), _student_id(args.student), as_json=args.json,
                        answer_key=answer_key))
     return 0
 
