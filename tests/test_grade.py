@@ -381,6 +381,40 @@ def test_a_kit_fault_preparing_one_notebook_fails_that_student_only(small_class,
     assert grade_course(small_class, workers=1).graded_now == ["ben"]
 
 
+def test_notebook_json_that_breaks_nbformats_schema_is_repaired_or_failed_before_grading(
+        small_class):
+    # nbconvert checks the schema while the feedback is rendered, after the gradebook was
+    # written: such a notebook was failed ("recording in nbgrader failed"), grades removed,
+    # on every run
+    def raw(edit):
+        nb = json.loads(nbformat.writes(answer_key()))
+        edit(nb)
+        return json.dumps(nb)
+
+    def bad_metadata(nb):
+        nb["metadata"]["language_info"] = {"name": 5}
+        nb["cells"][3]["metadata"]["jupyter"] = "hidden"
+
+    def same_ids(nb):
+        for cell in nb["cells"][:3]:
+            cell["id"] = "twice"
+
+    def unknown_cell(nb):
+        nb["cells"][3]["cell_type"] = "weird"
+
+    submit(small_class, "cam", text=raw(bad_metadata))
+    submit(small_class, "dot", text=raw(same_ids))
+    submit(small_class, "eli", text=raw(unknown_cell))
+    result = grade_course(small_class, workers=1)
+    cam, dot, eli = (result.records[s] for s in ("cam", "dot", "eli"))
+    assert cam["status"] == dot["status"] == "graded" and cam["score"] == dot["score"] == 20
+    assert any("metadata/language_info" in w and "cells/3/metadata/jupyter" in w
+               for w in cam["warnings"]), cam["warnings"]
+    assert any("2 cell ids used twice" in w for w in dot["warnings"]), dot["warnings"]
+    assert eli["status"] == "failed" and not eli["retry"]
+    assert "cell 4 is not a code, markdown or raw cell" in eli["error"]
+
+
 def test_force_regrade_keeps_hand_given_marks(small_class):
     grade_course(small_class, workers=1)
     with gradebook(small_class) as gb:
