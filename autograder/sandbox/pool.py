@@ -95,9 +95,8 @@ def _zygote_payload(config: dict) -> bytes:
 
 
 def _sandbox_sources() -> bytes:
-    """The sandbox modules' sources, for the warm zygote's key: the marshalled payload is not
-    the same from one call to the next (marshal marks an object shared by its reference
-    count), so no later pool found the warm zygote by it."""
+    """The source of every module shipped to the zygote: what its code is made from (the
+    marshalled code itself differs from one compilation to the next)."""
     sources = []
     for name in SANDBOX_MODULES:
         spec = importlib.util.find_spec(f"{__package__}.{name}")
