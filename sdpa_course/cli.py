@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 
 from autograder.check import check_path  # light: it imports the engine once it runs
+from autograder.terminal import one_line
 from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
 
@@ -90,7 +91,14 @@ def _feedback(args: argparse.Namespace) -> int:
     return feedback_class(Path(args.course_dir), force=args.force)
 
 
+def _student_id(typed: str | None) -> str | None:
+    """A student id from the command line as `grade` names that folder: bytes that are not
+    UTF-8 (a folder's name, tab-completed) shown as `\\xNN` (`submissions.escaped_name`)."""
+    return None if typed is None else os.fsencode(typed).decode("utf-8", "backslashreplace")
+
+
 def _check(args: argparse.Namespace) -> int:
+    args.student = _student_id(args.student)
     if args.student is not None and not args.student.strip():
         raise KitError("--student needs the student's id (without it, the lesson's numbers are "
                        "checked)")
@@ -122,7 +130,7 @@ def _variant(args: argparse.Namespace) -> int:
     from sdpa_course.course.variants import show_variant  # deferred: start-up time
 
     answer_key = Path(args.answer_key) if args.answer_key else None
-    print(show_variant(Path(args.course_dir), args.student, as_json=args.json,
+    print(show_variant(Path(args.course_dir), _student_id(args.student), as_json=args.json,
                        answer_key=answer_key))
     return 0
 
@@ -213,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     defer_iri_grammar()  # before any command imports nbformat: a second saved
     try:
         return args.func(args)
-    except KitError as err:
-        print(f"sdpa-course {args.command}: {err}", file=sys.stderr)
+    except KitError as err:  # may quote a student's id or file name: each line escaped
+        shown = "\n".join(one_line(line) for line in str(err).split("\n"))
+        print(f"sdpa-course {args.command}: {shown}", file=sys.stderr)
         return 2
     except NotImplementedError as err:
         print(f"sdpa-course {args.command}: not implemented yet ({err})", file=sys.stderr)

@@ -176,6 +176,23 @@ def test_check_as_a_student_of_a_notebook_json_cannot_read_says_it_carries_no_ke
     assert "carries no course key" in done.stderr and "Traceback" not in done.stderr
 
 
+ESCAPES = "\x1b[2J\x1b[H\x1b]0;title\x07\u202e"  # clear, home, window title, bidi override
+
+
+def test_check_shows_escape_codes_of_a_hostile_notebook_and_file_name_never_sends_them(
+        tmp_path):
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "execution_count": None, "outputs": [],
+         "metadata": {"nbgrader": {"grade_id": f"cell{ESCAPES}20 / 20"}}, "source": "x = 1"}]}
+    (tmp_path / "other.ipynb").write_text(json.dumps(notebook))
+    (tmp_path / f"bob{ESCAPES}.ipynb").write_text("{}")
+    for args in (["other.ipynb"], [f"bob{ESCAPES}.ipynb", "--student", "ada"]):
+        done = sdpa_course("check", *args, cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "\\x1b[2J" in done.stderr and "\\u202e" in done.stderr, done.stderr
+        assert not any(char in done.stderr for char in "\x1b\x07\u202e"), done.stderr
+
+
 # --- init DIR [--force], release [--course-dir] ---------------------------------------------
 
 def test_init_creates_a_course_and_refuses_a_non_empty_folder_without_force(tmp_path):

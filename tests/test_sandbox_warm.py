@@ -44,9 +44,10 @@ def cache(monkeypatch, tmp_path):
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (ProcessLookupError, FileNotFoundError):  # reaped between the two looks too
         return False
-    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    return state != "Z"
 
 
 def _wait_gone(pid: int, seconds: float = 30.0) -> bool:

@@ -222,6 +222,20 @@ def test_variant_command_prints_a_students_numbers_and_answers(graded, capsys):
     assert f"variant {ben.label}" in text and "p_unscaled" in text and "ex1_weights" in text
 
 
+def test_variant_command_shows_escape_codes_in_an_id_and_never_sends_them(graded, capsys):
+    course, _ = graded
+    student = "eve\x1b[2J\x1b]0;title\x07\u202e"  # pasted from a folder's name
+    assert main(["variant", student, "--course-dir", str(course)]) == 0
+    text = capsys.readouterr().out
+    assert "Student eve\\x1b[2J\\x1b]0;title\\x07\\u202e of course" in text
+    assert not any(char in text for char in "\x1b\x07\u202e")
+    # a folder's name that is not UTF-8, as the shell passes it: named as grade names it
+    assert main(["variant", "bad\udcffname", "--course-dir", str(course), "--json"]) == 0
+    sheet = json.loads(capsys.readouterr().out)
+    assert sheet["student"] == "bad\\xffname"
+    assert sheet["variant"] == variant_of(course, "bad\\xffname").label
+
+
 def test_a_students_answer_key_earns_every_point_checked_as_them(graded, tmp_path):
     course, _ = graded
     key = tmp_path / "ben.ipynb"

@@ -16,6 +16,7 @@ import nbformat
 from nbgrader.exchange.default.exchange import Exchange
 from nbgrader.utils import compute_checksum
 
+from autograder.terminal import one_line
 from autograder.variants import Variant
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.course.directory import Course
@@ -45,7 +46,8 @@ def sheet_text(sheet: dict, course: Course, seeded: bool) -> str:
     pair = lambda values: "(" + ", ".join(f"{x:.4f}" for x in values) + ")"  # noqa: E731
     numbers = ex1["numbers"]
     lines = [
-        f"Student {sheet['student']} of course {course.course_id} ({course.root}): "
+        f"Student {one_line(sheet['student'])} of course {one_line(course.course_id)} "
+        f"({one_line(course.root)}): "
         + (f"variant {sheet['variant']}" if seeded else "the lesson's numbers (no seed)"),
         "",
         "Exercise 1: " + ", ".join(f"{k} = {vector(numbers[k])}"
@@ -95,7 +97,7 @@ def show_variant(course_dir: Path, student: str, *, as_json: bool = False,
         return json.dumps(sheet, indent=2)
     text = sheet_text(sheet, course, variants.has_seed)
     if answer_key is not None:
-        text += f"\nAnswer key for {student}: {answer_key}"
+        text += f"\nAnswer key for {one_line(student)}: {one_line(answer_key)}"
     if not variants.has_seed:
         text += f"\nNote: {how_to_add_a_seed()}"
     return text
