@@ -354,6 +354,22 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _ex3_attention_mistake("ex3-transposed-q", "Q.T @ K: crashes unless n = m = d_k",
                                p.ATTENTION_TRANSPOSED_QT, 6, VALUES + STABLE,
                                "transposed"),
+        # fair5: slips the models name only since fair5 (a fitted fill or factor, Q @ K)
+        _ex3_attention_mistake("ex3-mask-fill-minus-one", "masked scores set to -1, not to a "
+                               "large negative number", p.ATTENTION_MASK_FILL_MINUS_ONE, 3.5,
+                               MASKED, "mask-zero-fill"),
+        _ex3_attention_mistake("ex3-scale-log-d-k", "scores divided by log(d_k)",
+                               p.ATTENTION_SCALE_LOG_D_K, 5.5, VALUES, "wrong-scale"),
+        _ex3_attention_mistake("ex3-not-transposed", "Q @ K: crashes unless d_k = m",
+                               p.ATTENTION_NOT_TRANSPOSED, 6, VALUES + STABLE, "transposed"),
+        _ex3_attention_mistake("ex3-out-from-k", "out = attn @ K, not attn @ V",
+                               p.ATTENTION_OUT_FROM_K, 2.75, OUTPUTS, "wrong-shape"),
+        _mistake("ex2-softmax-no-keepdims", "softmax divides by the row sums without keepdims; "
+                 "attention calls it", *correct_ex1, p.SOFTMAX_NO_KEEPDIMS, ex2_rounded,
+                 p.ATTENTION_CALLS_SOFTMAX, p.CAUSAL_MASK_TRIU, *CHECKS,
+                 lose={"ex2": 1, "ex3": 5.5},
+                 codes={"ex2": ("crashed",), "ex3": ("not-normalized",)},
+                 fails={"ex2": ("softmax_normalises_each_row_of_a_matrix",), "ex3": VALUES}),
         _ex3_attention_mistake("ex3-returns-swapped", "returns (attn, out)",
                                p.ATTENTION_RETURNS_SWAPPED, 5.5, VALUES, "returns-swapped"),
         _ex3_attention_mistake("ex3-wrong-shape", "returns out transposed",
