@@ -1,9 +1,9 @@
 """Each test isolates its own property (fair5): a value slip that no named option of the
 models covered (a mask filled with -1 or -5, a scale by 1/log(d_k) or 1/2, Q @ K, out from K
 instead of V, a softmax that takes no matrix, a blockwise loop that skips a shorter last
-block) costs the value tests, not the property tests beside them; and answers that ignore
-their inputs still earn nothing there. The hidden tests run in this process
-(`test_scoring_gaps.Student`), on the lesson's numbers and on students' own;
+block or masks the first block only) costs the value tests, not the property tests beside
+them; and answers that ignore their inputs still earn nothing there. The hidden tests run in
+this process (`test_scoring_gaps.Student`), on the lesson's numbers and on students' own;
 tests/test_corpus.py grades the corpus's cases of these slips through the sandbox.
 """
 
@@ -15,6 +15,7 @@ import pytest
 from autograder.compare import Mismatch
 from autograder.corpus import pieces as p
 from autograder.diagnoses import ex3 as ex3_diagnoses
+from autograder.sandbox import StudentRaised
 from autograder.suites import test_ex2, test_ex3, test_ex4
 from tests.test_scoring_gaps import IDS, VARIANTS, Student
 
@@ -29,7 +30,7 @@ MASKED_VALUES = (test_ex3.test_attention_weights_with_causal_mask,
 def _passes(test, student) -> bool:
     try:
         test(student)
-    except Mismatch:
+    except (Mismatch, StudentRaised):
         return False
     return True
 
@@ -126,3 +127,37 @@ def test_a_skipped_last_block_costs_the_value_tests_not_stability(variant):
     block = test_ex4.stability_block(K.shape[0])
     assert K.shape[0] % block == 0 and block < K.shape[0]
     assert np.all(np.isfinite(Q))
+
+
+# Right at every size but at the memory test's, with the mask: the queries' own values there.
+BLOCKWISE_CAUSAL_CHEAT = p.BLOCKWISE_KEYS.replace(
+    "    n, m = Q.shape[0], K.shape[0]\n",
+    "    n, m = Q.shape[0], K.shape[0]\n"
+    "    if causal and n >= 2048:\n        return V[:n].copy()\n")
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:4], ids=IDS[:4])
+def test_a_causal_slip_the_causal_test_shows_keeps_the_memory_point(variant):
+    student = Student(p.BLOCKWISE_CAUSAL_FIRST_BLOCK_ONLY, variant=variant)
+    assert not _passes(test_ex4.test_blockwise_matches_attention_with_causal_mask, student)
+    assert _passes(test_ex4.test_blockwise_matches_attention_without_mask, student)
+    assert _passes(test_ex4.test_blockwise_memory_stays_far_below_one_score_matrix, student)
+    # an answer that skips the work at the memory test's size only still earns nothing there
+    cheat = Student(BLOCKWISE_CAUSAL_CHEAT, variant=variant)
+    assert "return V[:n]" in BLOCKWISE_CAUSAL_CHEAT
+    assert _passes(test_ex4.test_blockwise_matches_attention_with_causal_mask, cheat)
+    assert not _passes(test_ex4.test_blockwise_memory_stays_far_below_one_score_matrix, cheat)
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:4], ids=IDS[:4])
+def test_a_mask_path_that_raises_keeps_the_property_points(variant):
+    """`if mask:` raises for any mask: the masked value tests are lost, and the read-only,
+    unchanged and stateless tests judge the calls without a mask instead."""
+    student = Student(p.ATTENTION_IF_MASK, variant=variant)
+    assert "if mask:" in p.ATTENTION_IF_MASK
+    assert not any(_passes(test, student) for test in MASKED_VALUES)
+    assert all(_passes(test, student) for test in PROPERTIES)
+    # no default for mask: the unmasked value tests are lost, stability is not
+    required = Student(p.ATTENTION_MASK_REQUIRED, variant=variant)
+    assert not _passes(test_ex3.test_attention_weights_without_mask, required)
+    assert all(_passes(test, required) for test in PROPERTIES)

@@ -362,6 +362,10 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                                p.ATTENTION_SCALE_LOG_D_K, 5.5, VALUES, "wrong-scale"),
         _ex3_attention_mistake("ex3-not-transposed", "Q @ K: crashes unless d_k = m",
                                p.ATTENTION_NOT_TRANSPOSED, 6, VALUES + STABLE, "transposed"),
+        _ex3_attention_mistake("ex3-if-mask", "`if mask:`, which raises for any mask array",
+                               p.ATTENTION_IF_MASK, 3.5, MASKED, "crashed"),
+        _ex3_attention_mistake("ex3-mask-required", "def attention(Q, K, V, mask): no default",
+                               p.ATTENTION_MASK_REQUIRED, 2, UNMASKED, "mask-none-broken"),
         _ex3_attention_mistake("ex3-out-from-k", "out = attn @ K, not attn @ V",
                                p.ATTENTION_OUT_FROM_K, 2.75, OUTPUTS, "wrong-shape"),
         _mistake("ex2-softmax-no-keepdims", "softmax divides by the row sums without keepdims; "

@@ -551,6 +551,9 @@ BLOCKWISE_DROPS_LAST_BLOCK = BLOCKWISE_KEYS.replace(
     "    for start in range(0, m - block + 1, block):   # a shorter last block is skipped\n"
     "        stop = start + block")
 BLOCKWISE_UNSTABLE = blockwise_with(stable=False)
+# fair5: a causal slip outside the catalogue: the mask applied in the first block of keys only
+BLOCKWISE_CAUSAL_FIRST_BLOCK_ONLY = BLOCKWISE_KEYS.replace("        if causal:\n",
+                                                           "        if causal and start == 0:\n")
 BLOCKWISE_FULL_MATRIX = """
 def attention_blockwise(Q, K, V, causal=False, block=64):
     scores = Q @ K.T / np.sqrt(Q.shape[1])       # the whole (n, m) matrix: what blocks avoid
@@ -698,6 +701,8 @@ ATTENTION_NOT_TRANSPOSED = attention_with(scores="Q @ K / np.sqrt(Q.shape[-1])")
 ATTENTION_MASK_FILL_MINUS_ONE = attention_with(masking="fill -1")
 ATTENTION_SCALE_LOG_D_K = attention_with(scores="Q @ K.T / np.log(Q.shape[-1])")
 ATTENTION_OUT_FROM_K = attention_with(result="attn @ K, attn")  # K for V in the last step
+ATTENTION_IF_MASK = attention_with().replace("if mask is not None:", "if mask:")  # raises
+ATTENTION_MASK_REQUIRED = attention_with().replace("mask=None):", "mask):")  # no default
 ATTENTION_CALLS_SOFTMAX = """
 def attention(Q, K, V, mask=None):
     scores = Q @ K.T / np.sqrt(Q.shape[-1])

@@ -108,8 +108,9 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
                                             "weight: set them to -inf or a large negative "
                                             "number such as -1e9"),
     ("ex3", "mask-none-broken"): (EX3_UNMASKED | EX3_STABLE,
-                                  "attention goes wrong without a mask: when mask is None, "
-                                  "skip the masking step"),
+                                  "attention goes wrong without a mask: give mask the "
+                                  "default None (mask=None) and, when mask is None, skip the "
+                                  "masking step"),
     ("ex3", "transposed"): (EX3_VALUES | EX3_STABLE,
                             "the scores are multiplied the wrong way round: Q K^T is (n, m), "
                             "one row per query and one column per key"),

@@ -10,13 +10,15 @@ Each test checks one property, so that one misconception costs only what it brea
 - the property tests compare the student's answers with each other, never with the
   reference: at large scores against the same inputs shifted down (stability; or, for a
   value mistake that uses the shifted inputs otherwise, such as Q @ K, against what that
-  mistake computes there), read-only
+  mistake computes there; mask=None said explicitly), read-only
   against writable inputs, repeated calls against each other, inputs before and after. Their
   inputs are square (n = m = d_k = d_v) so that code that crashes on n != m still shows its
-  properties, and each answer must be a valid attention result (finite, out = attn @ V with
-  non-negative weights) and attention of its inputs or what a catalogued mistake computes
-  from them (`diagnoses.ex3.catalogued`), so that zeros, NaN or uniform weights of the right
-  shape earn nothing while a value mistake keeps the property points. Stability also asks
+  properties (and read-only, unchanged and stateless drop their mask when attention raises
+  with it but not without it, `_property_mask`), and each answer must be a valid attention
+  result (finite, out = attn @ V with non-negative weights) and attention of its inputs or
+  what a catalogued mistake computes from them (`diagnoses.ex3.catalogued`), so that zeros,
+  NaN or uniform weights of the right shape earn nothing while a value mistake keeps the
+  property points. Stability also asks
   for scores SPREAD apart within each row (`spread_inputs`), where subtracting anything but
   each row's maximum overflows.
 
@@ -431,8 +433,11 @@ def test_attention_output_with_mask_hiding_largest_scores(student):
 @pytest.mark.points(0.5)
 def test_attention_is_stable_at_large_scores(student):
     moderate, large = hidden_inputs(student.variant)["stability"]  # same Q K^T, + 800
-    expected = valid_answer(call_attention(student, *moderate), *moderate, student=student)
-    got = as_result(call_attention(student, *large))
+    # mask=None said, not left to a default: a signature without one is the unmasked value
+    # tests' to charge (`mask-none-broken`), not stability's
+    expected = valid_answer(call_attention(student, *moderate, mask=None), *moderate,
+                            student=student)
+    got = as_result(call_attention(student, *large, mask=None))
     hint = "exp overflows above about 709: subtract each row's maximum score first"
     for name, a in zip(("out", "attn"), got, strict=True):
         expect_finite(a, f"{name} at large scores", hint=hint)
@@ -445,12 +450,26 @@ def test_attention_is_stable_at_large_scores(student):
                            "(about 800), which leaves the softmax as it was", hint)
     Q, K, V = spread_inputs(student.variant)  # one key SPREAD above the others
     where = f"when one key's score is {SPREAD:.0f} above the others"
-    spread = as_result(call_attention(student, Q, K, V))
+    spread = as_result(call_attention(student, Q, K, V, mask=None))
     for name, a in zip(("out", "attn"), spread, strict=True):
         expect_finite(a, f"{name} {where}", hint=hint)
     if not _catalogued_at(spread, Q, K, V) and not _mask_none_broken(student, spread, Q, K, V):
         raise Mismatch(f"attention's answer {where} is not softmax(Q K^T / sqrt(d_k)) V",
                        hint)
+
+
+def _property_mask(student, Q, K, V, mask):
+    """The mask a property test calls attention with: its own, or None when attention raises
+    with that mask and runs without one (a masking slip such as `if mask:`, which the masked
+    value tests charge), so that the property is still judged (never raises)."""
+    for candidate in (mask, None):
+        try:
+            call_attention(student, Q.copy(), K.copy(), V.copy(),
+                           mask=None if candidate is None else candidate.copy())
+        except StudentRaised:
+            continue
+        return candidate
+    return mask  # it raises either way: the test's own call says so
 
 
 def _catalogued_at(pair, Q, K, V) -> bool:
@@ -463,6 +482,7 @@ def _catalogued_at(pair, Q, K, V) -> bool:
 @pytest.mark.points(0.5)
 def test_attention_accepts_read_only_inputs(student):
     Q, K, V, mask = hidden_inputs(student.variant)["read_only"]  # (s, s) each
+    mask = _property_mask(student, Q, K, V, mask)
     writable = valid_answer(call_attention(student, Q, K, V, mask=mask), Q, K, V, mask=mask)
     read_only = as_result(call_attention(student, Q, K, V, mask=mask, readonly=True))
     for name, a, b in zip(("out", "attn"), read_only, writable, strict=True):
@@ -474,13 +494,14 @@ def test_attention_accepts_read_only_inputs(student):
 @pytest.mark.points(0.5)
 def test_attention_leaves_its_inputs_unchanged(student):
     Q, K, V, mask = hidden_inputs(student.variant)["unchanged"]  # (s, s) each
+    mask = _property_mask(student, Q, K, V, mask)
     result, args, kwargs = student.call_with_inputs("attention", Q, K, V, mask=mask)
     for name, before, after in zip("QKV", (Q, K, V), args, strict=True):
         if not _unchanged(after, before):
             raise Mismatch(f"attention modified its input {name} in place",
                            "compute on a new array (scores = Q @ K.T / ...) and leave the "
                            "inputs alone")
-    if not _unchanged(kwargs.get("mask"), mask):
+    if mask is not None and not _unchanged(kwargs.get("mask"), mask):
         raise Mismatch("attention modified the mask it was given", "build a new array instead")
     valid_answer(result, Q, K, V, mask=mask)
 
@@ -495,6 +516,7 @@ def _unchanged(after, before) -> bool:
 @pytest.mark.points(0.5)
 def test_attention_answers_each_call_from_its_own_inputs(student):
     first, second, mask = hidden_inputs(student.variant)["stateless"]  # (s, s) each
+    mask = _property_mask(student, *first, mask)
     answers = [call_attention(student, *inputs, mask=mask)
                for inputs in (first, second, first, second)]
     # the first call cannot be stale yet

@@ -27,7 +27,10 @@ score matrix is never built. Each test checks one property:
   last and some drawn for the student, `memory_rows`) must match the reference, computed in
   the trusted process for those rows only, or what a catalogued mistake computes there
   (`slip_explains`), so that a value mistake costs only the value tests; an answer that does
-  less work at this size (the queries themselves, say) earns nothing here.
+  less work at this size (the queries themselves, say) earns nothing here. With the mask, a
+  causal slip outside the catalogue that the causal value test already shows (its inputs
+  answered wrong with the mask and right without, `_causal_slip_shown`) is not held against
+  the causal call's rows: the call without the mask has shown the work at this size.
 
 Each student has inputs of their own (`reference_inputs`, `stability_inputs`,
 `memory_inputs`, `memory_rows`, drawn for the student's variant from the course's secret
@@ -53,6 +56,7 @@ from autograder.compare import (
     LARGE_SCORES,
     Mismatch,
     as_array,
+    close,
     expect_close,
     expect_shape,
 )
@@ -469,5 +473,22 @@ def test_blockwise_memory_stays_far_below_one_score_matrix(student):
                          f"out of {what}, for some of its queries",
                          hint=_MEMORY_VALUES_HINT + (_CAUSAL_HINT if causal else _VALUES_HINT))
         except Mismatch:
-            if not slip_explains(out[rows], Q, K, V, causal, rows):
+            if not slip_explains(out[rows], Q, K, V, causal, rows) and not (
+                    causal and _causal_slip_shown(student)):
                 raise
+
+
+def _causal_slip_shown(student) -> bool:
+    """The causal value test's inputs (small, several blocks) answered wrong with the mask and
+    right without it: a slip in the causal handling itself, which that test charges (never
+    raises). Code that is right there but not at the memory test's size is still held to the
+    reference's rows there."""
+    (Q, K, V, _, block), = reference_inputs(student.variant)[
+        "blockwise_matches_attention_with_causal_mask"]
+    try:
+        masked, plain = (output_of(call_blockwise(student, Q, K, V, causal, block), Q, V)
+                         for causal in (True, False))
+    except (Mismatch, StudentRaised):
+        return False
+    return (not close(masked, expected_output(Q, K, V, True)[0])
+            and close(plain, expected_output(Q, K, V, False)[0]))

@@ -828,6 +828,9 @@ def _ex3_attention_problems():
                     "keepdims=True has shape (n,), which cannot divide the (n, m) scores (and "
                     "where n = m it divides the wrong entries, so the rows of your weights do "
                     "not sum to 1). Sum with keepdims=True.")
+        elif isinstance(err, TypeError) and "mask" in str(err):
+            hint = (" Give mask a default, def attention(Q, K, V, mask=None). When mask is None, "
+                    "skip the masking step.")
         elif isinstance(err, ValueError) and ("matmul" in str(err) or "shape" in str(err)):
             hint = (f" Check the shapes, with n = {n} queries and m = {m} keys: Q K^T is (n, m) "
                     "and (n, m) @ V is (n, d_v).")
@@ -904,7 +907,9 @@ def _ex3_mask_problems(rng, d_k):
         unmasked = _ex3_call(X, X, X)
         masked = _ex3_call(X, X, X, mask=future)
     except Exception as err:
-        return [f"attention with a mask raised {type(err).__name__}: {err}"]
+        hint = (" Compare mask with None (mask is not None) instead: `if mask:` asks for the "
+                "truth of a whole array." if "truth value" in str(err) else "")
+        return [f"attention with a mask raised {type(err).__name__}: {err}.{hint}"]
     if isinstance(masked, str) or isinstance(unmasked, str) or masked[1].shape != (T, T):
         return [f"with T = {T} queries and keys and a mask, attn should be ({T}, {T})."]
     problems = []
