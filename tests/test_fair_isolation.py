@@ -161,3 +161,18 @@ def test_a_mask_path_that_raises_keeps_the_property_points(variant):
     required = Student(p.ATTENTION_MASK_REQUIRED, variant=variant)
     assert not _passes(test_ex3.test_attention_weights_without_mask, required)
     assert all(_passes(test, required) for test in PROPERTIES)
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:4], ids=IDS[:4])
+def test_q_at_k_keeps_the_stability_point_and_an_overflow_still_loses_it(variant):
+    """Q @ K runs only where d_k = m: the spread call falls back to the moderate inputs'
+    shape, where a code that overflows (math.exp of the raw scores) still raises."""
+    student = Student(p.ATTENTION_NOT_TRANSPOSED, variant=variant)
+    assert _passes(test_ex3.test_attention_is_stable_at_large_scores, student)
+    unstable = Student(p.ATTENTION_NOT_TRANSPOSED.replace(
+        " - scores.max(axis=-1, keepdims=True)", " - scores.min(axis=-1, keepdims=True)"),
+        variant=variant)
+    assert not _passes(test_ex3.test_attention_is_stable_at_large_scores, unstable)
+    Q, K, _ = test_ex3.spread_in_shape(variant)
+    scores = Q @ K.T / np.sqrt(Q.shape[1])  # (s, s)
+    assert np.all(np.sort(scores, axis=-1)[:, -1] - np.sort(scores, axis=-1)[:, -2] > 1000)

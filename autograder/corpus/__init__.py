@@ -352,8 +352,7 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _ex3_attention_mistake("ex3-transposed", "K @ Q.T instead of Q @ K.T",
                                p.ATTENTION_TRANSPOSED, 5.5, VALUES, "transposed"),
         _ex3_attention_mistake("ex3-transposed-q", "Q.T @ K: crashes unless n = m = d_k",
-                               p.ATTENTION_TRANSPOSED_QT, 6, VALUES + STABLE,
-                               "transposed"),
+                               p.ATTENTION_TRANSPOSED_QT, 5.5, VALUES, "transposed"),
         # fair5: slips the models name only since fair5 (a fitted fill or factor, Q @ K)
         _ex3_attention_mistake("ex3-mask-fill-minus-one", "masked scores set to -1, not to a "
                                "large negative number", p.ATTENTION_MASK_FILL_MINUS_ONE, 3.5,
@@ -361,7 +360,7 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _ex3_attention_mistake("ex3-scale-log-d-k", "scores divided by log(d_k)",
                                p.ATTENTION_SCALE_LOG_D_K, 5.5, VALUES, "wrong-scale"),
         _ex3_attention_mistake("ex3-not-transposed", "Q @ K: crashes unless d_k = m",
-                               p.ATTENTION_NOT_TRANSPOSED, 6, VALUES + STABLE, "transposed"),
+                               p.ATTENTION_NOT_TRANSPOSED, 5.5, VALUES, "transposed"),
         _ex3_attention_mistake("ex3-if-mask", "`if mask:`, which raises for any mask array",
                                p.ATTENTION_IF_MASK, 3.5, MASKED, "crashed"),
         _ex3_attention_mistake("ex3-mask-required", "def attention(Q, K, V, mask): no default",

@@ -19,8 +19,8 @@ Each test checks one property, so that one misconception costs only what it brea
   what a catalogued mistake computes from them (`diagnoses.ex3.catalogued`), so that zeros,
   NaN or uniform weights of the right shape earn nothing while a value mistake keeps the
   property points. Stability also asks
-  for scores SPREAD apart within each row (`spread_inputs`), where subtracting anything but
-  each row's maximum overflows.
+  for scores SPREAD apart within each row (`spread_inputs`, or `spread_in_shape` for code that
+  cannot take their shape), where subtracting anything but each row's maximum overflows.
 
 The two checks are graded the way a test is graded: each is handed correct causal attention
 matrices (float64 and float32, rows summing to 1 only up to rounding) and matrices broken in
@@ -104,14 +104,32 @@ def spread_inputs(variant):
     (s, s + 1) for Q and K: a shape of its own (d_k = d_v + 1, n = m = d_v)."""
     (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each
     size = Q.shape[0]
-    rng = (np.random.default_rng(309) if variant.inputs_seed is None
-           else variant.rng("ex3 spread"))
-    key = int(rng.integers(1, size))
+    key = _spread_key(variant, size)
     lift = float(np.sqrt(SPREAD * np.sqrt(size + 1)))  # lift**2 / sqrt(d_k) = SPREAD
     extra_k = np.zeros((size, 1))  # (s, 1)
     extra_k[key] = lift
     return (np.hstack([Q, np.full((size, 1), lift)]),  # (s, s + 1)
             np.hstack([K, extra_k]), V)  # (s, s + 1), (s, s)
+
+
+def _spread_key(variant, size) -> int:
+    """The key (never the first) that scores SPREAD above the others in the spread calls."""
+    rng = (np.random.default_rng(309) if variant.inputs_seed is None
+           else variant.rng("ex3 spread"))
+    return int(rng.integers(1, size))
+
+
+def spread_in_shape(variant):
+    """(Q, K, V) of `spread_inputs`' call in the moderate inputs' own shape (s, s): their last
+    component, 0 for all, set to the lift instead of a component added. For code that cannot
+    take d_k != m (Q @ K): its stability is judged all the same."""
+    (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each, last component 0
+    size = Q.shape[0]
+    lift = float(np.sqrt(SPREAD * np.sqrt(size)))  # lift**2 / sqrt(d_k) = SPREAD
+    Q, K = Q.copy(), K.copy()  # (s, s) each
+    Q[:, -1] = lift
+    K[_spread_key(variant, size), -1] = lift
+    return Q, K, V
 
 
 # Shapes (n, m, d_k, d_v) the notebook's self-checks and heatmap call attention with before
@@ -450,7 +468,11 @@ def test_attention_is_stable_at_large_scores(student):
                            "(about 800), which leaves the softmax as it was", hint)
     Q, K, V = spread_inputs(student.variant)  # one key SPREAD above the others
     where = f"when one key's score is {SPREAD:.0f} above the others"
-    spread = as_result(call_attention(student, Q, K, V, mask=None))
+    try:
+        spread = as_result(call_attention(student, Q, K, V, mask=None))
+    except StudentRaised:  # not these shapes (Q @ K needs d_k = m): the same spread in (s, s)
+        Q, K, V = spread_in_shape(student.variant)
+        spread = as_result(call_attention(student, Q, K, V, mask=None))
     for name, a in zip(("out", "attn"), spread, strict=True):
         expect_finite(a, f"{name} {where}", hint=hint)
     if not _catalogued_at(spread, Q, K, V) and not _mask_none_broken(student, spread, Q, K, V):
