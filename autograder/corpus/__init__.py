@@ -441,6 +441,8 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _ex4_mistake("ex4-causal-off-by-one", "key j hidden when j >= t: a query misses itself",
                      p.BLOCKWISE_CAUSAL_OFF_BY_ONE, BLOCKWISE_CAUSAL,
                      "blockwise-causal-off-by-one"),
+        _ex4_mistake("ex4-scale-d-v", "scores divided by sqrt(d_v), as exercise 3's slip",
+                     p.BLOCKWISE_SCALE_D_V, BLOCKWISE_VALUES, "wrong-scale"),
         _ex4_mistake("ex4-causal-ignored", "causal=True changes nothing",
                      p.BLOCKWISE_CAUSAL_IGNORED, BLOCKWISE_CAUSAL, "mask-ignored"),
         _ex4_mistake("ex4-unstable", "no running maximum at all: exp of the raw scores",

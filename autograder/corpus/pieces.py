@@ -551,6 +551,7 @@ BLOCKWISE_DROPS_LAST_BLOCK = BLOCKWISE_KEYS.replace(
     "    for start in range(0, m - block + 1, block):   # a shorter last block is skipped\n"
     "        stop = start + block")
 BLOCKWISE_UNSTABLE = blockwise_with(stable=False)
+BLOCKWISE_SCALE_D_V = BLOCKWISE_KEYS.replace("/ np.sqrt(Q.shape[1])", "/ np.sqrt(V.shape[1])")
 # fair5: a causal slip outside the catalogue: the mask applied in the first block of keys only
 BLOCKWISE_CAUSAL_FIRST_BLOCK_ONLY = BLOCKWISE_KEYS.replace("        if causal:\n",
                                                            "        if causal and start == 0:\n")
