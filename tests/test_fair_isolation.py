@@ -176,3 +176,15 @@ def test_q_at_k_keeps_the_stability_point_and_an_overflow_still_loses_it(variant
     Q, K, _ = test_ex3.spread_in_shape(variant)
     scores = Q @ K.T / np.sqrt(Q.shape[1])  # (s, s)
     assert np.all(np.sort(scores, axis=-1)[:, -1] - np.sort(scores, axis=-1)[:, -2] > 1000)
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:4], ids=IDS[:4])
+def test_an_attention_without_a_mask_parameter_keeps_its_property_points(variant):
+    """No mask parameter at all: every masked test and the mask=None calls are lost, the four
+    properties of the code are judged on calls without a mask."""
+    no_mask = p.ATTENTION_WHERE.replace("mask=None):", "):").replace(
+        "    if mask is not None:\n        scores = np.where(mask, -np.inf, scores)\n", "")
+    assert "mask" not in no_mask
+    student = Student(no_mask, variant=variant)
+    assert not _passes(test_ex3.test_attention_weights_without_mask, student)  # mask=None
+    assert all(_passes(test, student) for test in PROPERTIES)

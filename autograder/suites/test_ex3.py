@@ -10,17 +10,17 @@ Each test checks one property, so that one misconception costs only what it brea
 - the property tests compare the student's answers with each other, never with the
   reference: at large scores against the same inputs shifted down (stability; or, for a
   value mistake that uses the shifted inputs otherwise, such as Q @ K, against what that
-  mistake computes there; mask=None said explicitly), read-only
-  against writable inputs, repeated calls against each other, inputs before and after. Their
-  inputs are square (n = m = d_k = d_v) so that code that crashes on n != m still shows its
-  properties (and read-only, unchanged and stateless drop their mask when attention raises
-  with it but not without it, `_property_mask`), and each answer must be a valid attention
-  result (finite, out = attn @ V with non-negative weights) and attention of its inputs or
-  what a catalogued mistake computes from them (`diagnoses.ex3.catalogued`), so that zeros,
-  NaN or uniform weights of the right shape earn nothing while a value mistake keeps the
-  property points. Stability also asks
-  for scores SPREAD apart within each row (`spread_inputs`, or `spread_in_shape` for code that
-  cannot take their shape), where subtracting anything but each row's maximum overflows.
+  mistake computes there), read-only against writable inputs, repeated calls against each
+  other, inputs before and after. Their inputs are square (n = m = d_k = d_v) so that code
+  that crashes on n != m still shows its properties; they call without a mask when attention
+  raises with one but not without, in the form the code takes (`_property_mask`,
+  `_call_unmasked`); and each answer must be a valid attention result (finite,
+  out = attn @ V with non-negative weights) and attention of its inputs or what a
+  catalogued mistake computes from them (`diagnoses.ex3.catalogued`), so that zeros, NaN or
+  uniform weights of the right shape earn nothing while a value mistake keeps the property
+  points. Stability also asks for scores SPREAD apart within each row (`spread_inputs`, or
+  `spread_in_shape` for code that cannot take their shape), where subtracting anything but
+  each row's maximum overflows.
 
 The two checks are graded the way a test is graded: each is handed correct causal attention
 matrices (float64 and float32, rows summing to 1 only up to rounding) and matrices broken in
@@ -451,11 +451,8 @@ def test_attention_output_with_mask_hiding_largest_scores(student):
 @pytest.mark.points(0.5)
 def test_attention_is_stable_at_large_scores(student):
     moderate, large = hidden_inputs(student.variant)["stability"]  # same Q K^T, + 800
-    # mask=None said, not left to a default: a signature without one is the unmasked value
-    # tests' to charge (`mask-none-broken`), not stability's
-    expected = valid_answer(call_attention(student, *moderate, mask=None), *moderate,
-                            student=student)
-    got = as_result(call_attention(student, *large, mask=None))
+    expected = valid_answer(_call_unmasked(student, *moderate), *moderate, student=student)
+    got = as_result(_call_unmasked(student, *large))
     hint = "exp overflows above about 709: subtract each row's maximum score first"
     for name, a in zip(("out", "attn"), got, strict=True):
         expect_finite(a, f"{name} at large scores", hint=hint)
@@ -469,10 +466,10 @@ def test_attention_is_stable_at_large_scores(student):
     Q, K, V = spread_inputs(student.variant)  # one key SPREAD above the others
     where = f"when one key's score is {SPREAD:.0f} above the others"
     try:
-        spread = as_result(call_attention(student, Q, K, V, mask=None))
+        spread = as_result(_call_unmasked(student, Q, K, V))
     except StudentRaised:  # not these shapes (Q @ K needs d_k = m): the same spread in (s, s)
         Q, K, V = spread_in_shape(student.variant)
-        spread = as_result(call_attention(student, Q, K, V, mask=None))
+        spread = as_result(_call_unmasked(student, Q, K, V))
     for name, a in zip(("out", "attn"), spread, strict=True):
         expect_finite(a, f"{name} {where}", hint=hint)
     if not _catalogued_at(spread, Q, K, V) and not _mask_none_broken(student, spread, Q, K, V):
@@ -480,18 +477,30 @@ def test_attention_is_stable_at_large_scores(student):
                        hint)
 
 
-def _property_mask(student, Q, K, V, mask):
-    """The mask a property test calls attention with: its own, or None when attention raises
-    with that mask and runs without one (a masking slip such as `if mask:`, which the masked
-    value tests charge), so that the property is still judged (never raises)."""
-    for candidate in (mask, None):
+def _call_unmasked(student, Q, K, V):
+    """attention without a mask, in the form the code takes: no mask argument, or mask=None
+    where it has no default. Both mean no mask; which form fails is the unmasked value tests'
+    to charge (`mask-none-broken`), not a property test's."""
+    try:
+        return call_attention(student, Q, K, V)
+    except StudentRaised:
+        return call_attention(student, Q, K, V, mask=None)
+
+
+def _property_mask(student, Q, K, V, mask) -> dict:
+    """The mask argument a property test calls attention with: its own mask, or no mask
+    (mask=None, or no argument) when attention raises with that mask and runs without one (a
+    masking slip such as `if mask:`, or no mask parameter at all, which the value tests
+    charge), so that the property is still judged (never raises)."""
+    for kwargs in ({"mask": mask}, {"mask": None}, {}):
         try:
             call_attention(student, Q.copy(), K.copy(), V.copy(),
-                           mask=None if candidate is None else candidate.copy())
+                           **{name: None if value is None else value.copy()
+                              for name, value in kwargs.items()})
         except StudentRaised:
             continue
-        return candidate
-    return mask  # it raises either way: the test's own call says so
+        return kwargs
+    return {"mask": mask}  # it raises every way: the test's own call says so
 
 
 def _catalogued_at(pair, Q, K, V) -> bool:
@@ -504,9 +513,10 @@ def _catalogued_at(pair, Q, K, V) -> bool:
 @pytest.mark.points(0.5)
 def test_attention_accepts_read_only_inputs(student):
     Q, K, V, mask = hidden_inputs(student.variant)["read_only"]  # (s, s) each
-    mask = _property_mask(student, Q, K, V, mask)
-    writable = valid_answer(call_attention(student, Q, K, V, mask=mask), Q, K, V, mask=mask)
-    read_only = as_result(call_attention(student, Q, K, V, mask=mask, readonly=True))
+    given = _property_mask(student, Q, K, V, mask)
+    mask = given.get("mask")
+    writable = valid_answer(call_attention(student, Q, K, V, **given), Q, K, V, mask=mask)
+    read_only = as_result(call_attention(student, Q, K, V, readonly=True, **given))
     for name, a, b in zip(("out", "attn"), read_only, writable, strict=True):
         if a.shape != b.shape or not close(a, b):
             raise Mismatch(f"{name} changes when Q, K, V and mask are read-only arrays",
@@ -516,8 +526,9 @@ def test_attention_accepts_read_only_inputs(student):
 @pytest.mark.points(0.5)
 def test_attention_leaves_its_inputs_unchanged(student):
     Q, K, V, mask = hidden_inputs(student.variant)["unchanged"]  # (s, s) each
-    mask = _property_mask(student, Q, K, V, mask)
-    result, args, kwargs = student.call_with_inputs("attention", Q, K, V, mask=mask)
+    given = _property_mask(student, Q, K, V, mask)
+    mask = given.get("mask")
+    result, args, kwargs = student.call_with_inputs("attention", Q, K, V, **given)
     for name, before, after in zip("QKV", (Q, K, V), args, strict=True):
         if not _unchanged(after, before):
             raise Mismatch(f"attention modified its input {name} in place",
@@ -538,8 +549,9 @@ def _unchanged(after, before) -> bool:
 @pytest.mark.points(0.5)
 def test_attention_answers_each_call_from_its_own_inputs(student):
     first, second, mask = hidden_inputs(student.variant)["stateless"]  # (s, s) each
-    mask = _property_mask(student, *first, mask)
-    answers = [call_attention(student, *inputs, mask=mask)
+    given = _property_mask(student, *first, mask)
+    mask = given.get("mask")
+    answers = [call_attention(student, *inputs, **given)
                for inputs in (first, second, first, second)]
     # the first call cannot be stale yet
     answers[0] = valid_answer(answers[0], *first, mask=mask)
