@@ -31,7 +31,7 @@ SCALES = {
     # d_k read from the wrong axis: Q.shape[0] or len(Q) (the queries), len(K) (the keys)
     "1/sqrt(n)": "wrong-scale",
     "1/sqrt(m)": "wrong-scale",
-    "other factor": "wrong-scale",  # read off the answer by `fitted`, never a named one
+    "other factor": "wrong-scale",  # read off the answer by `fitted`, after the named ones
 }
 MASKING = {
     "fill -inf": "",
@@ -153,10 +153,9 @@ def fitted(model, attn, Q, K, V, mask):
     exp(score) up to a common factor: two unmasked weights a, b with raw scores r, t give the
     scale, (log a - log b) / (r - t); a masked weight a beside an unmasked b of score s gives
     the fill, log a - log b + s. One pair sets each number; whether every other weight then
-    agrees is for the caller to compare. A factor that is not
-    positive (uniform weights, which ignore the scores, give 0), is no fit; one that a named
-    option gives on these inputs is a fit (a factor of 1/2 where d_k = 4): `deviations` puts
-    the named options first."""
+    agrees is for the caller to compare. A factor that is not positive (uniform weights,
+    which ignore the scores, give 0) is no fit; one that a named option gives on these inputs
+    is a fit (1/2 where d_k = 4), and `deviations` puts the named options first."""
     if model.scale != "other factor" and model.masking != "fill constant":
         return None
     if attn.ndim != 2 or (mask is not None and attn.shape != mask.shape):
