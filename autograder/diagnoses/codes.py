@@ -154,9 +154,11 @@ WORDING: dict[str, Wording] = {
         "Mask the scores before the softmax instead.",
         "masking"),
     "mask-zero-fill": Wording(
-        "ex3", "masked scores set to 0 instead of a large negative number",
-        "The masked scores are set to 0, which still gives the masked positions weight "
-        "(exp(0) = 1). Use -inf or a large negative number such as -1e9.",
+        "ex3", "masked scores set to 0 (or another small number, such as -1) instead of a "
+        "large negative number",
+        "The masked scores are set to 0 (or another number too small to hide them, such as "
+        "-1), which still gives the masked positions weight (exp(0) = 1). Use -inf or a large "
+        "negative number such as -1e9.",
         "masking"),
     "mask-none-broken": Wording(
         "ex3", "wrong or crashing when `mask=None`",
