@@ -247,10 +247,15 @@ def _exercise_section(records: dict[str, dict], exercise: str) -> str:
             f"{'<br><span class=note>' + _e(wording.explanation) + '</span>' if wording else ''}"
             f"{'<br><span class=note>lesson: ' + _e(section.title) + '</span>' if section else ''}"
             f"</td><td>{_e(', '.join(students))}</td></tr>")
+    short = len(graded) - full
+    undiagnosed = ("every graded student's answer was correct" if not short else
+                   f"{short} graded student{'s' if short != 1 else ''} without full marks, "
+                   "and no mistake the grader recognises (an answer left out, say: the pass "
+                   "rates above show which tests failed)")
     diag_table = (
         "<table><tr><th>diagnosis</th><th>students</th><th>meaning</th><th>who</th></tr>"
-        + "".join(diagnoses) + "</table>" if diagnoses else "<p>No diagnoses: every graded "
-        "student's answer was correct.</p>")
+        + "".join(diagnoses) + "</table>" if diagnoses else
+        f"<p>No diagnoses: {undiagnosed}.</p>")
     return (f"<h3 id='{_e(exercise)}'>{_e(exercise_heading(exercise))}</h3>"
             f"<p>{len(graded)} graded; mean {mean:.2f} / {points(top)}; full marks: {full}.</p>"
             f"<h4>Pass rate of each test</h4><table><tr><th>test</th><th>passed</th>"
