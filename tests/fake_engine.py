@@ -10,6 +10,7 @@ for a given score, a kit crash, a hang or a refusal without depending on the rea
     # FAKE:hang             the grading process never answers
     # FAKE:refuse           the engine refuses the file (SubmissionError)
     # FAKE:sleep=1.5        grading takes that many seconds
+    # FAKE:ex2:timeout      ex2 also carries that diagnosis (its score unchanged)
 
 Every failed test's message names a file path of the grader, so that feedback redaction
 has something to remove.
@@ -63,6 +64,7 @@ def grade_submission(path, *, limits=None, pool=None, variant=None) -> dict:
                 "message": f"wrong values (raised in {LEAKY_PATH}, line 12)" if lost else "",
             }],
         }
+        exercises[exercise]["diagnoses"] += re.findall(rf"FAKE:{exercise}:([a-z-]+)", code)
         if EXERCISES[exercise].extra_credit:
             exercises[exercise] |= {"extra_credit": True, "attempted": scores[exercise] > 0}
     required = [key for key, ex in EXERCISES.items() if not ex.extra_credit]

@@ -207,6 +207,31 @@ def test_nbgrader_export_sees_the_grades(graded_class, tmp_path):
         assert rows[student]["raw_score"] == "" and rows[student]["reason"]
 
 
+def test_a_hang_that_cost_nothing_shows_beside_the_score_in_both_lms_exports(
+        course_template, tmp_path):
+    """A cell stopped after its answers were in (a `while` loop at the end of `ex2_numbers`)
+    costs no point; the LMS exports, where only a score would show, name it."""
+    course = copy_course(course_template, tmp_path / "course")
+    key = answer_key()
+    submit(course, "ada", key)
+    submit(course, "dan", with_code(key, "# FAKE:ex2:timeout"))
+    result = grade_course(course, workers=1)
+    assert result.records["dan"]["score"] == result.records["ada"]["score"] == 20.0
+    said = "did not run to the end: ex2: timeout"
+    ours = {r["student_id"]: r for r in csv.DictReader(
+        (course / "reports" / "sdpa" / "grades.csv").open())}
+    assert said in ours["dan"]["reason"] and "did not run" not in ours["ada"]["reason"]
+    assert ours["dan"]["total"] == ours["ada"]["total"]
+    out = tmp_path / "export.csv"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "nbgrader"), "export", "--to", str(out)],
+        cwd=course, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    exported = {r["student_id"]: r for r in csv.DictReader(out.open())}
+    assert exported["dan"]["reason"] == said and exported["ada"]["reason"] == ""
+    assert exported["dan"]["score"] == exported["ada"]["score"] == "20"
+
+
 def test_feedback_is_written_for_graded_students_only(graded_class):
     course, result, _ = graded_class
     for student, record in result.records.items():

@@ -18,7 +18,9 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   automatic points, the extra credit, the hand points, the late penalty and the total (extra
   credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
   without one), and `needs_review`: `yes` for a total that must not be uploaded unread (a
-  failed student, or one to check by hand, the reason saying what).
+  failed student, or one to check by hand, the reason saying what). The reason also names
+  each exercise whose code hung or crashed (`did not run to the end: ex2: timeout`), which a
+  score alone does not show.
 
 The pictures (`scores.svg`, `diagnoses.svg`: the score histograms and the diagnoses' bars)
 are written as SVG by `reports.charts`, without a plotting library.
@@ -39,7 +41,7 @@ from pathlib import Path
 from autograder.diagnoses.codes import WORDING, lesson_section
 from sdpa_course.reports.charts import diagnosis_chart, score_histograms
 from sdpa_course.reports.feedback_text import exercise_heading, points
-from sdpa_course.reports.records import FAILED, GRADED, to_check
+from sdpa_course.reports.records import FAILED, GRADED, stopped_runs, to_check
 from sdpa_course.reports.safe_text import for_spreadsheet, for_terminal
 
 MISSING = "missing"
@@ -188,13 +190,14 @@ def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: 
             if record["status"] == GRADED:
                 t = totals(record, marks)
                 check = [f"CHECK BY HAND: {item}" for item in to_check(record)]
+                stopped = [f"did not run to the end: {item}" for item in stopped_runs(record)]
                 pending = (["hand grading pending: " + ", ".join(t["pending"])]
                            if t["pending"] else [])
                 writer.writerow(_text_row([
                     student, GRADED, t["auto"], t["auto_max"], t["extra_credit"], t["hand"],
                     t["hand_max"],
                     "yes" if t["pending"] else "no", t["penalty"], t["total"], t["max_total"],
-                    "; ".join(check + pending), "yes" if check else "no"]))
+                    "; ".join(check + stopped + pending), "yes" if check else "no"]))
             else:
                 writer.writerow(_text_row([student, FAILED, "", "", "", "", "", "", "", "", "",
                                            record.get("error") or "could not be graded",

@@ -26,6 +26,8 @@ _DIGESTED = re.compile(rf".*~[0-9a-f]{{{_DIGEST_CHARS}}}", re.S)  # a name `reco
 
 GRADED = "graded"
 FAILED = "failed"
+# the diagnoses that say a cell of the exercise did not run to the end: stopped or crashed
+STOPPED_CODES = ("timeout", "crashed", "memory-limit")
 
 
 def graded_record(student: str, report: dict, fingerprint: str, warnings: list[str],
@@ -80,6 +82,21 @@ def to_check(record: dict) -> list[str]:
                  if isinstance(w, str) and w.startswith("timestamp.txt ")
                  and w.endswith("graded without a submission time")]
     return [str(item) for item in found] if isinstance(found, list) else []
+
+
+def stopped_runs(record: dict) -> list[str]:
+    """`ex2: timeout` for each exercise whose code was stopped or crashed in a graded
+    student's record: the exports for an LMS say so beside the score (a hang after the
+    answers can cost nothing, and must still show wherever a score shows)."""
+    if record.get("status") != GRADED:
+        return []
+    found = []
+    for exercise, result in sorted((record.get("exercises") or {}).items()):
+        codes = result.get("diagnoses") if isinstance(result, dict) else None
+        for code in codes if isinstance(codes, list) else []:
+            if code in STOPPED_CODES:
+                found.append(f"{exercise}: {code}")
+    return found
 
 
 def results_dir(reports_dir: Path) -> Path:
