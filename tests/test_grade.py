@@ -15,6 +15,7 @@ import html
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -348,6 +349,11 @@ def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_pe
     assert (lms["ada"]["auto_score"], lms["ada"]["late_penalty"], lms["ada"]["total"]) == (
         "20", "20", "0")
     assert lms["ben"]["late_penalty"] == "0" and lms["ben"]["total"] == lms["ben"]["auto_score"]
+    # the class report lists the late submission (issue 13), and only it
+    page = (small_class / "reports" / "sdpa" / "class_report.html").read_text()
+    late = page[page.index("<h2>Late submissions</h2>"):]
+    late = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", late)).split())
+    assert "ada 2026-11-22 10:00" in late and "34.0 h 20" in late and "ben" not in late
     assert grade_course(small_class, workers=1).graded_now == []
 
 
