@@ -216,13 +216,26 @@ def test_a_hang_that_cost_nothing_shows_beside_the_score_in_both_lms_exports(
     key = answer_key()
     submit(course, "ada", key)
     submit(course, "dan", with_code(key, "# FAKE:ex2:timeout"))
+    submit(course, "eli", with_code(key, "# FAKE:cell-timeout"))  # a scratch cell of no exercise
     result = grade_course(course, workers=1)
-    assert result.records["dan"]["score"] == result.records["ada"]["score"] == 20.0
+    table = io.StringIO()
+    pipeline._print_summary(result, table)  # `sdpa-course grade`'s table
+    rows = {line.split()[0]: line for line in table.getvalue().splitlines() if line}
     said = "did not run to the end: ex2: timeout"
-    ours = {r["student_id"]: r for r in csv.DictReader(
-        (course / "reports" / "sdpa" / "grades.csv").open())}
+    eli_said = "did not run to the end: cell 49 (timeout)"
+    assert "ex2: timeout" in rows["dan"] and eli_said in rows["eli"]
+    assert "did not run" not in rows["ada"]
+    assert eli_said in result.as_json()["students"]["eli"]["warnings"]  # grade --json
+    report = course / "reports" / "sdpa"
+    ours = {r["student_id"]: r for r in csv.DictReader((report / "grades.csv").open())}
     assert said in ours["dan"]["reason"] and "did not run" not in ours["ada"]["reason"]
-    assert ours["dan"]["total"] == ours["ada"]["total"]
+    assert eli_said in ours["eli"]["reason"]
+    assert ours["dan"]["total"] == ours["eli"]["total"] == ours["ada"]["total"] == "20"
+    scores = {r["student"]: r for r in csv.DictReader((report / "scores.csv").open())}
+    assert scores["dan"]["ex2 diagnoses"] == "timeout" and eli_said in scores["eli"]["reason"]
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (
+        report / "class_report.html").read_text())).split())
+    assert "Code stopped outside the exercises: 1" in page and "eli cell 49 (timeout)" in page
     out = tmp_path / "export.csv"
     done = subprocess.run(
         [str(Path(sys.executable).parent / "nbgrader"), "export", "--to", str(out)],
@@ -230,7 +243,8 @@ def test_a_hang_that_cost_nothing_shows_beside_the_score_in_both_lms_exports(
     assert done.returncode == 0, done.stderr
     exported = {r["student_id"]: r for r in csv.DictReader(out.open())}
     assert exported["dan"]["reason"] == said and exported["ada"]["reason"] == ""
-    assert exported["dan"]["score"] == exported["ada"]["score"] == "20"
+    assert exported["eli"]["reason"] == "did not run to the end: cell 49 (timeout)"
+    assert exported["dan"]["score"] == exported["eli"]["score"] == exported["ada"]["score"]
 
 
 def test_feedback_is_written_for_graded_students_only(graded_class):

@@ -19,8 +19,9 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
   without one), and `needs_review`: `yes` for a total that must not be uploaded unread (a
   failed student, or one to check by hand, the reason saying what). The reason also names
-  each exercise whose code hung or crashed (`did not run to the end: ex2: timeout`), which a
-  score alone does not show.
+  each exercise whose code hung or crashed (`did not run to the end: ex2: timeout`), or the
+  cells outside the exercises that did (`records.stopped_runs`), which a score alone does
+  not show; the HTML report lists the latter under *Code stopped outside the exercises*.
 
 The pictures (`scores.svg`, `diagnoses.svg`: the score histograms and the diagnoses' bars)
 are written as SVG by `reports.charts`, without a plotting library.
@@ -308,6 +309,16 @@ def _html(records, marks, missing, assignment: str, notebook: str, note: str = "
         "<table><tr><th>student</th><th>reason</th></tr>"
         + "".join(f"<tr><td>{_e(s)}</td><td>{_e(item)}</td></tr>" for s, item in checks)
         + "</table>" if checks else "")
+    stopped = [(r["student"], ", ".join(map(str, r["stopped_cells"])))
+               for r in sorted(graded, key=lambda r: r["student"])
+               if isinstance(r.get("stopped_cells"), list) and r["stopped_cells"]]
+    stopped_table = (
+        f"<h2>Code stopped outside the exercises: {len(stopped)}</h2>"
+        "<p>A cell of no exercise did not run to the end (a hang or a crash after the "
+        "answers): no point was lost, and each student's feedback shows the cell.</p>"
+        "<table><tr><th>student</th><th>cells</th></tr>"
+        + "".join(f"<tr><td>{_e(s)}</td><td>{_e(cells)}</td></tr>" for s, cells in stopped)
+        + "</table>" if stopped else "")
     late = [(s, m) for s, m in sorted(marks.items()) if m.get("seconds_late", 0) > 0]
     late_table = (
         "<table><tr><th>student</th><th>submitted</th><th>late by</th><th>penalty</th></tr>"
@@ -334,6 +345,7 @@ Files: <a href="scores.csv">scores.csv</a> (one row per student, diagnoses per e
 <a href="grades.csv">grades.csv</a> (for an LMS: every student, automatic, hand and total).</p>
 <p>{_e(variants_sentence(records))}</p>
 {check_table}
+{stopped_table}
 <h2>Exercises</h2>
 <img src="scores.svg" alt="Histograms: how many students got each score, one per exercise">
 <img src="diagnoses.svg" alt="{DIAGNOSES_ALT}">
