@@ -73,6 +73,26 @@ def _kit_data_copy() -> list[str]:
 @pytest.fixture(scope="module")
 def results(grader, course):
     """Every scenario, run once by this grader."""
+    names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
+             "processes", "forked_cell", "confinement", "limits", "measured_memory"]
+    if grader.name != "user":
+        names.append("memory_total")  # without cgroups nothing bounds it: see the warning
+    return _run_scenarios(grader, course, names)
+
+
+# What a zygote kept warm by one `sdpa-course check` for the next is checked for.
+WARM_SCENARIOS = ["identity", "secrets", "writes", "network", "neighbours", "processes",
+                  "confinement", "limits"]
+
+
+@pytest.fixture(scope="module")
+def warm_results(grader, course):
+    """The scenarios of `WARM_SCENARIOS`, run by this grader in a pool whose zygote another
+    pool started and left warm."""
+    return _run_scenarios(grader, course, WARM_SCENARIOS, warm=True)
+
+
+def _run_scenarios(grader, course, names: list[str], warm: bool = False) -> dict:
     marker = secrets.token_hex(4)
     home_secret = grader.home / "notes-on-students.txt"
     home_secret.write_text("private notes")
@@ -87,12 +107,9 @@ def results(grader, course):
         REPO / "autograder/suites/test_ex1.py", REPO / "sdpa_ref/__init__.py", REPO)]
     context = {"hidden": [str(course)], "secrets": targets + _kit_data_copy(),
                "marker": marker, "number": secrets.randbelow(10**6), "home": str(grader.home)}
-    names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
-             "processes", "forked_cell", "confinement", "limits", "measured_memory"]
-    if grader.name != "user":
-        names.append("memory_total")  # without cgroups nothing bounds it: see the warning
+    request = {"scenarios": names, "context": context, "warm": warm}
     try:
-        done = grader.run(SCENARIOS, json.dumps({"scenarios": names, "context": context}))
+        done = grader.run(SCENARIOS, json.dumps(request))
     finally:
         home_secret.unlink()
         tmp_secret.unlink()
@@ -293,3 +310,21 @@ def test_a_matrix_hidden_from_tracemalloc_is_read_from_outside_the_worker(result
     for how, (traced, resident, unmeasured) in found.items():
         assert resident >= 30 * MiB and unmeasured == "", (how, traced, resident)
     assert found["reset_peak"][0] < MiB and found["mmap"][0] < MiB  # tracemalloc was fooled
+
+
+def test_a_zygote_kept_warm_between_checks_keeps_every_guarantee(warm_results, grader):
+    """`sdpa-course check` leaves its zygote warm for the next check (`sandbox.warm`): the
+    workers forked from it by a later process are bounded exactly as a fresh zygote's."""
+    assert warm_results["warm"] == {"primed": False, "reused": True}
+    test_isolation_is_namespaces_with_landlock_seccomp_and_no_warning_but_cgroups(
+        warm_results, grader)
+    test_student_has_no_capabilities_no_new_privs_seccomp_and_its_own_uid(warm_results, grader)
+    test_student_lives_in_namespaces_of_its_own(warm_results)
+    test_every_mount_but_the_private_temporaries_proc_and_devices_is_read_only(warm_results)
+    test_no_file_of_the_course_the_kit_the_grader_or_other_students_is_readable(warm_results)
+    test_nothing_written_outlives_the_submission(warm_results)
+    test_no_network_not_even_loopback_or_another_local_address(warm_results)
+    test_two_submissions_graded_at_once_cannot_reach_each_other(warm_results)
+    test_background_processes_die_with_the_submission(warm_results)
+    test_each_layer_refuses_on_its_own(warm_results)
+    test_rlimits_tmp_size_disk_memory_processes_and_descriptors_are_bounded(warm_results)
