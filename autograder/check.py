@@ -75,5 +75,11 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
         return 1
     finally:
         pool.close()
+    shown = report["variant"].get("shown")
+    if variant is None and shown not in (None, report["variant"]["label"]):
+        # the notebook showed a student's numbers (its own, most likely): say how to check them
+        report["warnings"].append(f"no student was named, so it was checked on the lesson's "
+                                  f"numbers: to check it on the numbers of variant {shown}, "
+                                  f"run `sdpa-course check {path} --student YOUR_ID`")
     print(json.dumps(report, indent=2) if as_json else render_text(report))
     return 0

@@ -9,7 +9,8 @@ of each) and `variant` (whose exercises were graded: `{"label": "3f9a2c", "stude
 "ex1": {...}, "ex2": {...}, "own_inputs": true, "shown": "3f9a2c"}`, the numbers of exercises
 1 and 2, never a hidden input; label `default` for the lesson's own numbers; `own_inputs`
 whether the hidden inputs were the student's own; `shown` the label of the numbers the
-notebook itself showed, when it said so plainly, else None).
+notebook itself showed, when it said so plainly, else None). The engine adds `isolation`
+(`namespaces`, or `unsafe-none` where that was asked for).
 
 A failed test's message is the test's own, except where a diagnosis explains the failure:
 then the diagnosis says why instead of the test's generic hint (`diagnoses.explanations`),

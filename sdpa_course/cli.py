@@ -91,6 +91,9 @@ def _feedback(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.student is not None and not args.student.strip():
+        raise KitError("--student needs the student's id (without it, the lesson's numbers are "
+                       "checked)")
     if args.course and not args.student:
         raise KitError("--course needs --student: the id of the student to grade as")
     variant = None
@@ -105,6 +108,8 @@ def _check(args: argparse.Namespace) -> int:
         from sdpa_course.nbgrader_ext.variants import notebook_numbers_key  # deferred: nbgrader
 
         key = notebook_numbers_key(Path(args.path))
+        if not key and not Path(args.path).is_file():
+            return check_path(Path(args.path), as_json=args.json)  # it says what is missing
         if not key:
             raise KitError(f"{args.path} carries no course key (a notebook released by a "
                            "course with a seed does): its numbers are the lesson's, check it "
@@ -122,6 +127,17 @@ def _variant(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    """A count of processes: 0 or fewer would quietly mean something else (all cores, one)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return count
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdpa-course",
@@ -132,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the whole instructor round trip on a throwaway course")
     p.add_argument("--dir", type=Path, default=None,
                    help="where to build the demo course (default: a new temporary folder)")
-    p.add_argument("--workers", type=int, default=None, help="grading processes (default: cores)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="grading processes (default: cores)")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("init", help="create a ready nbgrader course directory")
@@ -150,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("grade", help="grade every submission under submitted/")
     p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
-    p.add_argument("--workers", type=int, default=None, help="grading processes (default: cores)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="grading processes (default: cores)")
     p.add_argument("--force", action="store_true", help="regrade students already recorded")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="grade on the workers of this Dask scheduler (e.g. tcp://host:8786) "

@@ -132,11 +132,11 @@ WORDING: dict[str, Wording] = {
         "scaling"),
     "other-variant": Wording(
         "ex1, ex2",
-        "the answers are right for the numbers the notebook shows, which are another "
-        "student's (another variant), not for the student's own",
-        "Your answers are right, but for the numbers your notebook shows, which are another "
-        "student's: check the student id in the cell Your numbers near the top, run it again "
-        "and work with your own numbers.",
+        "the answers are right for other numbers than the student's own: those the notebook "
+        "shows (another student's, another variant) or the lesson's own",
+        "Your answers are right, but for numbers that are not yours (another student's that "
+        "your notebook showed, or the lesson's own): check the student id in the cell Your "
+        "numbers near the top, run it again and work with your own numbers.",
         "numbers"),
     "mask-ignored": Wording(
         "ex3, ex4", "the mask has no effect",

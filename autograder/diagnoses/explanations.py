@@ -43,9 +43,9 @@ EX4_MEMORY = frozenset({"blockwise_memory_stays_far_below_one_score_matrix"})
 EX3_ROWS_CHECK = frozenset({"rows_sum_to_one_passes_attention_and_fails_broken_rows"})
 EX3_FUTURE_CHECK = frozenset({"future_is_zero_passes_causal_attention_and_fails_any_leak"})
 
-_OTHER_VARIANT = ("these are the answers for the numbers your notebook shows, which are not "
-                  "yours: check the student id in the cell Your numbers, then work with your "
-                  "own numbers")
+_OTHER_VARIANT = ("these are the answers for numbers that are not yours (another student's, or "
+                  "the lesson's own): check the student id in the cell Your numbers, then work "
+                  "with your own numbers")
 
 # (exercise, code) -> (the tests it explains, what to say; "" when the test's own message
 # already names the problem, as for a wrong shape).

@@ -20,6 +20,7 @@ from autograder.variants import Variant
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.course.directory import Course
 from sdpa_course.course.material import notebook_path
+from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE, course_line, how_to_add_a_seed
 
 STUDENT_ID_LINE = 'STUDENT_ID = ""'
@@ -76,12 +77,19 @@ def answer_key_for(course: Course, student: str) -> nbformat.NotebookNode:
 def show_variant(course_dir: Path, student: str, *, as_json: bool = False,
                  answer_key: Path | None = None) -> str:
     """What `sdpa-course variant` prints; writes the student's answer key when asked."""
+    if not student.strip():  # no id is the lesson's numbers: not what an instructor asks for
+        raise KitError("a student id is needed, as in submitted/<student>/ (an empty id "
+                       "would show the lesson's own numbers)")
     course = Course.open(course_dir)
     variants = course.variants
     sheet = variant_sheet(variants.variant(student, course.assignment))
     if answer_key is not None:
-        answer_key.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(answer_key_for(course, student), str(answer_key))
+        try:
+            answer_key.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(answer_key_for(course, student), str(answer_key))
+        except OSError as err:
+            raise KitError(f"cannot write the answer key to {answer_key}: "
+                           f"{err.strerror or err}") from err
         sheet["answer_key"] = str(answer_key)
     if as_json:
         return json.dumps(sheet, indent=2)
