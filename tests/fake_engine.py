@@ -10,6 +10,8 @@ for a given score, a kit crash, a hang or a refusal without depending on the rea
     # FAKE:hang             the grading process never answers
     # FAKE:refuse           the engine refuses the file (SubmissionError)
     # FAKE:sleep=1.5        grading takes that many seconds
+    # FAKE:ex2:timeout      ex2 also carries that diagnosis (its score unchanged)
+    # FAKE:cell-timeout     a cell of no exercise did not run to the end (timeout)
 
 Every failed test's message names a file path of the grader, so that feedback redaction
 has something to remove.
@@ -63,6 +65,7 @@ def grade_submission(path, *, limits=None, pool=None, variant=None) -> dict:
                 "message": f"wrong values (raised in {LEAKY_PATH}, line 12)" if lost else "",
             }],
         }
+        exercises[exercise]["diagnoses"] += re.findall(rf"FAKE:{exercise}:([a-z-]+)", code)
         if EXERCISES[exercise].extra_credit:
             exercises[exercise] |= {"extra_credit": True, "attempted": scores[exercise] > 0}
     required = [key for key, ex in EXERCISES.items() if not ex.extra_credit]
@@ -73,4 +76,6 @@ def grade_submission(path, *, limits=None, pool=None, variant=None) -> dict:
         "max_score": MAX_SCORE,
         "extra_credit": sum(v for key, v in scores.items() if key not in required),
         "exercises": exercises,
+        "cells": [{"cell": "cell 49", "status": "timeout", "error": "timed out after 10 s",
+                   "index": 48, "exercises": []}] if "FAKE:cell-timeout" in code else [],
     }

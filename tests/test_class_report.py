@@ -87,6 +87,32 @@ def test_each_exercise_section_matches_the_json(graded, exercise):
         assert ", ".join(names) in text, code
 
 
+def _exercise_record(student: str, score: float, diagnoses=()) -> dict:
+    passed = score == 4.0
+    return {"student": student, "status": "graded", "score": 20.0, "max_score": 20.0,
+            "exercises": {"ex4": {"score": score, "max_score": 4.0, "diagnoses": list(diagnoses),
+                                  "tests": [{"name": "blockwise", "passed": passed,
+                                             "score": score, "max_score": 4.0,
+                                             "message": ""}]}}}
+
+
+def test_an_exercise_without_diagnoses_says_correct_only_when_everyone_has_full_marks():
+    """Exercise 4 of a class where half left it out has no diagnosis: the report must not
+    call every answer correct."""
+    from sdpa_course.reports.class_report import _exercise_section
+
+    def text(records):
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", _exercise_section(
+            {r["student"]: r for r in records}, "ex4"))).split())
+
+    everyone = text([_exercise_record("a", 4.0), _exercise_record("b", 4.0)])
+    assert "No diagnoses: every graded student's answer was correct." in everyone
+    half = text([_exercise_record("a", 4.0), _exercise_record("b", 0.0),
+                 _exercise_record("c", 0.0)])
+    assert "correct" not in half
+    assert "No diagnoses: 2 graded students without full marks, and no mistake" in half
+
+
 def test_the_csv_files_match_the_json(graded):
     course, students, _ = graded
     report = course / "reports" / "sdpa"

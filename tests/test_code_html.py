@@ -24,7 +24,13 @@ from nbconvert import HTMLExporter
 
 import sdpa_course.grading.grade as pipeline
 from sdpa_course.course.directory import load_config
-from sdpa_course.nbgrader_ext.code_html import fence_html, highlight_code
+from sdpa_course.nbgrader_ext.code_html import (
+    feedback_code_html,
+    fence_html,
+    highlight_code,
+    plain_code_html,
+    styled_classes,
+)
 from sdpa_course.nbgrader_ext.student_html import markdown_to_safe_html
 
 BACKSLASHES = '"' + "\\" * 60  # the Scala lexer: 48 took minutes, each one more doubles it
@@ -66,6 +72,47 @@ def test_python_is_highlighted_whatever_the_metadata_names():
     assert '<span class="k">lambda</span>' in page  # a keyword to Python, a name to Scala
     fence = markdown_to_safe_html("```python\nf = lambda: 0\n```\n")
     assert '<span class="k">lambda</span>' in fence
+
+
+FEEDBACK_CSS = (Path(__file__).parents[1] / "sdpa_course" / "nbgrader_ext" / "templates"
+                / "sdpa_feedback" / "feedback.css")
+SPAN = re.compile(r'<span class="([^"]*)">')
+
+
+def stylesheet_highlighting() -> dict[str, str]:
+    """Token class -> declarations, from the `.highlight` rules of the feedback stylesheet."""
+    rules = {}
+    for selector, body in re.findall(r"([^{}]+)\{([^}]*)\}", FEEDBACK_CSS.read_text()):
+        selector = re.sub(r"/\*.*?\*/", "", selector, flags=re.S).strip()
+        if selector.startswith(".highlight "):
+            for name in re.findall(r"\.([\w-]+)", selector.removeprefix(".highlight ")):
+                rules[name] = body
+    return rules
+
+
+def test_the_feedback_stylesheet_styles_every_class_its_code_carries():
+    declared = {name: body.replace(" ", "") for name, body in stylesheet_highlighting().items()}
+    assert declared == {name: style.replace(" ", "") for name, style in styled_classes().items()}
+
+
+def test_feedback_code_has_spans_only_on_what_its_stylesheet_colours():
+    source = 'def f(x, y):\n    return x[0] + "a" * 2  # why\n\tpass <b>&\n'
+    page = feedback_code_html(source)
+    classes = set(SPAN.findall(page)) - {""}
+    assert {"k", "nf", "mi", "o", "s2", "c1"} <= classes
+    assert classes <= set(styled_classes())  # no span of a name, a bracket, a space
+    shown = re.search(r"<pre>(.*)</pre>", page, re.S).group(1)
+    assert html.unescape(re.sub(r"<[^>]+>", "", shown)) == source  # the same text
+    assert set(re.findall(r"</?(\w+)", page)) == {"div", "pre", "span"}  # <b> is text
+    full = highlight_code(source)
+    assert '<span class="n">x</span>' in full  # formgrader's pages keep Pygments' own spans
+    assert len(page) < len(full)
+
+
+def test_folded_code_is_escaped_text_with_quotes_as_they_are():
+    hostile = '</pre><script>alert("1")</script> & \'x\''
+    assert plain_code_html(hostile) == (
+        '&lt;/pre&gt;&lt;script&gt;alert("1")&lt;/script&gt; &amp; \'x\'')
 
 
 @pytest.fixture(scope="module")

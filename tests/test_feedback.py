@@ -152,6 +152,19 @@ def test_feedback_shows_scores_diagnoses_and_pending_written_answer(real_class):
     assert "Written response (Score: 0.0" not in text
 
 
+@pytest.mark.parametrize("student", ["key", "ex3-mask-inverted"])
+def test_a_feedback_page_stays_within_the_size_target(real_class, student):
+    """Issue 13's target, 150 KB a page (the benchmark prints the figures), with all it must
+    show: the heatmap, the student's highlighted code, the course's code folded, MathML."""
+    course, _ = real_class
+    raw = (course / "feedback" / student / "sdpa" / "attention.html").read_bytes()
+    assert len(raw) <= 150_000
+    page = raw.decode()
+    assert page.count("<img src=\"data:image/png;base64,") == 1
+    assert page.count("<details>") >= 7 and page.count("<math") > 30
+    assert page.count('<div class=" highlight hl-ipython3">') >= 8
+
+
 @pytest.mark.parametrize("student", ["key", *CASES])
 def test_feedback_never_shows_hidden_tests_or_grader_paths(real_class, student):
     course, _ = real_class

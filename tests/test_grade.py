@@ -15,6 +15,7 @@ import html
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -207,6 +208,45 @@ def test_nbgrader_export_sees_the_grades(graded_class, tmp_path):
         assert rows[student]["raw_score"] == "" and rows[student]["reason"]
 
 
+def test_a_hang_that_cost_nothing_shows_beside_the_score_in_both_lms_exports(
+        course_template, tmp_path):
+    """A cell stopped after its answers were in (a `while` loop at the end of `ex2_numbers`)
+    costs no point; the LMS exports, where only a score would show, name it."""
+    course = copy_course(course_template, tmp_path / "course")
+    key = answer_key()
+    submit(course, "ada", key)
+    submit(course, "dan", with_code(key, "# FAKE:ex2:timeout"))
+    submit(course, "eli", with_code(key, "# FAKE:cell-timeout"))  # a scratch cell of no exercise
+    result = grade_course(course, workers=1)
+    table = io.StringIO()
+    pipeline._print_summary(result, table)  # `sdpa-course grade`'s table
+    rows = {line.split()[0]: line for line in table.getvalue().splitlines() if line}
+    said = "did not run to the end: ex2: timeout"
+    eli_said = "did not run to the end: cell 49 (timeout)"
+    assert "ex2: timeout" in rows["dan"] and eli_said in rows["eli"]
+    assert "did not run" not in rows["ada"]
+    assert eli_said in result.as_json()["students"]["eli"]["warnings"]  # grade --json
+    report = course / "reports" / "sdpa"
+    ours = {r["student_id"]: r for r in csv.DictReader((report / "grades.csv").open())}
+    assert said in ours["dan"]["reason"] and "did not run" not in ours["ada"]["reason"]
+    assert eli_said in ours["eli"]["reason"]
+    assert ours["dan"]["total"] == ours["eli"]["total"] == ours["ada"]["total"] == "20"
+    scores = {r["student"]: r for r in csv.DictReader((report / "scores.csv").open())}
+    assert scores["dan"]["ex2 diagnoses"] == "timeout" and eli_said in scores["eli"]["reason"]
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (
+        report / "class_report.html").read_text())).split())
+    assert "Code stopped outside the exercises: 1" in page and "eli cell 49 (timeout)" in page
+    out = tmp_path / "export.csv"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "nbgrader"), "export", "--to", str(out)],
+        cwd=course, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    exported = {r["student_id"]: r for r in csv.DictReader(out.open())}
+    assert exported["dan"]["reason"] == said and exported["ada"]["reason"] == ""
+    assert exported["eli"]["reason"] == "did not run to the end: cell 49 (timeout)"
+    assert exported["dan"]["score"] == exported["eli"]["score"] == exported["ada"]["score"]
+
+
 def test_feedback_is_written_for_graded_students_only(graded_class):
     course, result, _ = graded_class
     for student, record in result.records.items():
@@ -323,6 +363,11 @@ def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_pe
     assert (lms["ada"]["auto_score"], lms["ada"]["late_penalty"], lms["ada"]["total"]) == (
         "20", "20", "0")
     assert lms["ben"]["late_penalty"] == "0" and lms["ben"]["total"] == lms["ben"]["auto_score"]
+    # the class report lists the late submission (issue 13), and only it
+    page = (small_class / "reports" / "sdpa" / "class_report.html").read_text()
+    late = page[page.index("<h2>Late submissions</h2>"):]
+    late = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", late)).split())
+    assert "ada 2026-11-22 10:00" in late and "34.0 h 20" in late and "ben" not in late
     assert grade_course(small_class, workers=1).graded_now == []
 
 

@@ -11,8 +11,11 @@ from hostile_notebook import PAYLOADS
 
 from autograder.diagnoses.codes import heading_anchor
 from sdpa_course.nbgrader_ext.student_html import (
+    MATHML_NAMESPACE,
     MAX_MARKDOWN_CHARS,
     clean_html,
+    compact_mathml,
+    formula_html,
     markdown_to_safe_html,
 )
 
@@ -100,3 +103,27 @@ def test_rendered_highlighting_and_the_lesson_anchors_keep_their_classes_and_ids
     assert '<h2 id="exercise-3-causal-attention-11-points">' in rendered
     assert re.search(r'class="(highlight|language-python)"', rendered), rendered
     assert clean_html('<code class="tex">x</code>') == '<code class="tex">x</code>'
+
+
+@pytest.mark.parametrize("latex", ["\\sqrt{d_k}", "\\frac{QK^T}{\\sqrt{d_k}}",
+                                   "\\begin{pmatrix} a & b \\\\ c & d \\end{pmatrix}",
+                                   "m' = \\max(m, \\max_j s_j)"])
+@pytest.mark.parametrize("display", ["inline", "block"])
+def test_mathml_is_written_short_and_says_the_same(latex, display):
+    """No `xmlns` (HTML's parser gives `<math>` its namespace) and no outer `<mrow>`: the
+    math element's children are what latex2mathml put in that row, unchanged."""
+    from latex2mathml.converter import convert
+
+    full = convert(latex, display=display)
+    short = formula_html(latex, display)
+    assert "xmlns" not in short and short.startswith(f'<math display="{display}">')
+    opening = f'<math xmlns="{MATHML_NAMESPACE}" display="{display}"><mrow>'
+    assert full == opening + short.removeprefix(f'<math display="{display}">')[:-len(
+        "</math>")] + "</mrow></math>"
+    assert markdown_to_safe_html(f"$${latex}$$" if display == "block" else f"${latex}$").count(
+        "<math") == 1
+
+
+def test_mathml_of_another_shape_is_left_as_it_is():
+    other = '<math xmlns="x" display="inline"><mi>a</mi></math>'
+    assert compact_mathml(other, "inline") == other

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -24,14 +23,12 @@ from traitlets.config import Config
 
 from sdpa_course.course.directory import Course
 from sdpa_course.grading.submissions import TIMESTAMP_FILE
-from sdpa_course.nbgrader_ext.code_html import highlight_code
+from sdpa_course.nbgrader_ext.code_html import feedback_code_html
 from sdpa_course.nbgrader_ext.feedback_exporter import FeedbackExporter
 from sdpa_course.reports.records import GRADED, save_record
 
 # what nbgrader's release_feedback reads beside the page (the time, the notebook's hashed id)
 FEEDBACK_FILES = (TIMESTAMP_FILE, "submission_secret.txt")
-
-_WHITESPACE_SPAN = re.compile(r'<span class="w">([^<]*)</span>')  # linear: no nesting
 
 
 class ClassFeedbackExporter(FeedbackExporter):
@@ -50,14 +47,13 @@ class ClassFeedbackExporter(FeedbackExporter):
         self._highlighted: dict = {}
 
     def _highlight_code(self, source, language=None, metadata=None) -> str:
-        """`code_html.highlight_code`, cached by source (language and metadata are ignored)."""
+        """`code_html.feedback_code_html`, cached by source (language and metadata are
+        ignored)."""
         source = str(source)
         if source not in self._highlighted:
             if len(self._highlighted) > 4096:  # a class of hostile notebooks: bounded
                 self._highlighted.clear()
-            # pygments wraps every run of spaces in a span of its own: plain text is the
-            # same on the page at a third of the size
-            self._highlighted[source] = _WHITESPACE_SPAN.sub(r"\1", highlight_code(source))
+            self._highlighted[source] = feedback_code_html(source)
         return self._highlighted[source]
 
     def from_notebook_node(self, nb, resources=None, **kw):

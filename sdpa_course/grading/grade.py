@@ -391,6 +391,9 @@ def _print_summary(result: ClassResult, stream) -> None:
                 notes += ("; " if notes else "") + f"pending hand grading: {', '.join(pending)}"
             for item in records.to_check(record):
                 notes += ("; " if notes else "") + f"CHECK BY HAND: {item}"
+            if record.get("stopped_cells"):  # those of an exercise are its diagnoses above
+                notes += ("; " if notes else "") + ("did not run to the end: "
+                                                    + ", ".join(record["stopped_cells"]))
         else:
             score, notes = "-", record["error"] or ""
         print(f"{ids[student]:<{width}}  {record['status']:<7}  {score:>11}  "

@@ -14,6 +14,12 @@ as plain, escaped text. The course's config makes `highlight_code` the filter of
 nbconvert HTMLExporter it builds (`c.HTMLExporter.filters`), formgrader's page included, and
 the class feedback exporter uses it too (`grading.feedback`); `student_html` uses
 `fence_html` for markdown.
+
+The feedback page is kept small (issue 13: <= 150 KB): its own stylesheet colours only the
+token classes of Pygments' default style, so `feedback_code_html` opens a span only around a
+token that has a colour (about three bytes in four of a highlighted cell were spans of names,
+punctuation and spaces that nothing styles), and `plain_code_html` shows the course's folded
+code as escaped text, quotes left as they are (`&#34;` is five bytes for one).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import html
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers.python import PythonLexer
+from pygments.token import STANDARD_TYPES, Whitespace
 
 # Fence languages shown highlighted as Python; any other is shown as text.
 PYTHON_NAMES = frozenset({"python", "python3", "py", "py3", "ipython", "ipython3", "sage"})
@@ -32,9 +39,31 @@ CELL_CSS_CLASS = " highlight hl-ipython3"
 _LEXER = PythonLexer()
 
 
+class StyledSpansFormatter(HtmlFormatter):
+    """Pygments' HTML with a span only where the style gives the token a look: a name, a
+    bracket or a space is plain text (the same on the page), and neighbouring tokens of one
+    class share a span (Pygments merges equal openers)."""
+
+    def _get_css_classes(self, ttype):
+        styled = ttype
+        while styled not in STANDARD_TYPES:  # a lexer's own token type: styled as its parent
+            styled = styled.parent
+        if styled not in self.ttype2class or styled in Whitespace:
+            return ""
+        return super()._get_css_classes(ttype)
+
+
 def python_html(source: str, css_class: str = "highlight") -> str:
     """`source` highlighted as Python, in Pygments' `<div class="highlight"><pre>` block."""
     return highlight(source, _LEXER, HtmlFormatter(cssclass=css_class))
+
+
+def styled_classes() -> dict[str, str]:
+    """CSS class -> declarations of every token class `feedback_code_html` can emit: the
+    rules the feedback page's stylesheet must have (a test holds it to them)."""
+    formatter = StyledSpansFormatter()
+    return {name: style for name, (style, ttype, _) in formatter.class2style.items()
+            if ttype not in Whitespace}
 
 
 def highlight_code(source, language=None, metadata=None) -> str:
@@ -42,6 +71,21 @@ def highlight_code(source, language=None, metadata=None) -> str:
     cell's `metadata` (both a student's to choose) are accepted and ignored."""
     source = str(source)
     return python_html(source if source else " ", CELL_CSS_CLASS)
+
+
+def feedback_code_html(source, language=None, metadata=None) -> str:
+    """The feedback page's `highlight_code`: Python, spans only on the tokens its stylesheet
+    colours (`StyledSpansFormatter`); like `highlight_code`, `language` and `metadata` are
+    accepted and ignored."""
+    source = str(source)
+    formatter = StyledSpansFormatter(cssclass=CELL_CSS_CLASS)
+    return highlight(source if source else " ", _LEXER, formatter)
+
+
+def plain_code_html(source) -> str:
+    """Code shown as text in a `<pre>`: `&`, `<` and `>` escaped (quotes need not be, in an
+    element's text)."""
+    return html.escape(str(source), quote=False)
 
 
 def fence_html(code: str, info: str | None) -> str:

@@ -74,6 +74,13 @@ def configure_grading(c) -> None:
     c.FeedbackExporter.template_name = "sdpa_feedback"
     c.FeedbackExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
     configure_safe_pages(c)
+    # the feedback page's own code filters (its stylesheet colours only what they mark up);
+    # formgrader keeps the safe pages' filters
+    c.FeedbackExporter.filters = {
+        **c.HTMLExporter.filters,
+        "highlight_code": f"{code_html.__name__}.feedback_code_html",
+        "code_text": f"{code_html.__name__}.plain_code_html",
+    }
 
 
 def configure_safe_pages(c) -> None:

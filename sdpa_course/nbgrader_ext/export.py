@@ -6,7 +6,8 @@ silent 0.0 or leaves them out. This plugin (the course's `ExportApp.plugin_class
 same columns as nbgrader's, in the same order, plus `status` and `reason`:
 
 - a graded student: nbgrader's own numbers (hand marks and late penalties included), and
-  as the reason what to check by hand (a submission time the kit could not read);
+  as the reason what to check by hand (a submission time the kit could not read) and each
+  exercise whose code hung or crashed (`ex2: timeout`: it may have cost nothing);
 - a student the kit recorded as failed: empty scores, `failed` and the reason;
 - a student nbgrader knows who submitted nothing: empty scores, `missing`.
 
@@ -23,7 +24,13 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
 from sdpa_course.assignment import REPORTS_DIRECTORY
-from sdpa_course.reports.records import FAILED, GRADED, load_records, to_check
+from sdpa_course.reports.records import (
+    FAILED,
+    GRADED,
+    load_records,
+    stopped_runs,
+    to_check,
+)
 from sdpa_course.reports.safe_text import for_spreadsheet
 
 COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
@@ -73,8 +80,10 @@ class KitCsvExport(CsvExportPlugin):
                         penalty = submission.late_submission_penalty or 0.0
                         row.update(
                             status=GRADED, timestamp=submission.timestamp or "",
-                            reason="; ".join(f"CHECK BY HAND: {item}"
-                                             for item in to_check(record or {})),
+                            reason="; ".join(
+                                [f"CHECK BY HAND: {item}" for item in to_check(record or {})]
+                                + [f"did not run to the end: {item}"
+                                   for item in stopped_runs(record or {})]),
                             raw_score=_number(submission.score),
                             late_submission_penalty=_number(penalty),
                             score=_number(max(0.0, submission.score - penalty)))

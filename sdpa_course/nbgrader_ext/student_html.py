@@ -14,6 +14,9 @@ any of Pygments' lexers by the fence's name, and some backtrack for hours on a f
 Mathematics is converted here, on the server, by latex2mathml, because a page must render
 without a network and years later: no script, nothing fetched, and Chromium and Firefox draw
 MathML natively. A formula latex2mathml cannot read is shown as its LaTeX source in `<code>`.
+The MathML is written short (`compact_mathml`): an HTML page's parser puts `<math>` in the
+MathML namespace by itself, and `<math>` is a row of its children already, so latex2mathml's
+`xmlns` and outer `<mrow>` (a sixth of the lesson's formulas' bytes) are left out.
 
 Every step is linear in the size of its input, and the input is capped: a cell's markdown
 beyond `MAX_MARKDOWN_CHARS` and a formula beyond `MAX_FORMULA_CHARS` are cut, saying so.
@@ -36,6 +39,7 @@ from sdpa_course.nbgrader_ext.code_html import fence_html
 
 MAX_MARKDOWN_CHARS = 10_000
 MAX_FORMULA_CHARS = 1_000
+MATHML_NAMESPACE = "http://www.w3.org/1998/Math/MathML"
 
 MATHML_TAGS = {
     "math", "annotation", "semantics", "menclose", "merror", "mfenced", "mfrac", "mi",
@@ -116,11 +120,22 @@ def clean_html(text: str) -> str:
                      strip_comments=True)
 
 
+def compact_mathml(mathml: str, display: str) -> str:
+    """latex2mathml's `<math xmlns=… display=…><mrow>…</mrow></math>` without the `xmlns`
+    and the outer `<mrow>` (its only child, so the one closed last), the same formula in
+    HTML; anything else unchanged."""
+    head = f'<math xmlns="{MATHML_NAMESPACE}" display="{display}"><mrow>'
+    tail = "</mrow></math>"
+    if mathml.startswith(head) and mathml.endswith(tail):
+        return f'<math display="{display}">{mathml[len(head):-len(tail)]}</math>'
+    return mathml
+
+
 def formula_html(latex: str, display: str) -> str:
     """A LaTeX formula as MathML; its source in <code> when it cannot be read."""
     if len(latex) <= MAX_FORMULA_CHARS:
         try:
-            return latex_to_mathml(latex, display=display)
+            return compact_mathml(latex_to_mathml(latex, display=display), display)
         except Exception:  # noqa: BLE001 - any LaTeX, however broken, must render
             pass
     shown = latex if len(latex) <= MAX_FORMULA_CHARS else latex[:MAX_FORMULA_CHARS] + " …"

@@ -18,7 +18,10 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   automatic points, the extra credit, the hand points, the late penalty and the total (extra
   credit included, as nbgrader's gradebook counts it; empty, with the reason, for a student
   without one), and `needs_review`: `yes` for a total that must not be uploaded unread (a
-  failed student, or one to check by hand, the reason saying what).
+  failed student, or one to check by hand, the reason saying what). The reason also names
+  each exercise whose code hung or crashed (`did not run to the end: ex2: timeout`), or the
+  cells outside the exercises that did (`records.stopped_runs`), which a score alone does
+  not show; the HTML report lists the latter under *Code stopped outside the exercises*.
 
 The pictures (`scores.svg`, `diagnoses.svg`: the score histograms and the diagnoses' bars)
 are written as SVG by `reports.charts`, without a plotting library.
@@ -39,7 +42,7 @@ from pathlib import Path
 from autograder.diagnoses.codes import WORDING, lesson_section
 from sdpa_course.reports.charts import diagnosis_chart, score_histograms
 from sdpa_course.reports.feedback_text import exercise_heading, points
-from sdpa_course.reports.records import FAILED, GRADED, to_check
+from sdpa_course.reports.records import FAILED, GRADED, stopped_runs, to_check
 from sdpa_course.reports.safe_text import for_spreadsheet, for_terminal
 
 MISSING = "missing"
@@ -188,13 +191,14 @@ def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: 
             if record["status"] == GRADED:
                 t = totals(record, marks)
                 check = [f"CHECK BY HAND: {item}" for item in to_check(record)]
+                stopped = [f"did not run to the end: {item}" for item in stopped_runs(record)]
                 pending = (["hand grading pending: " + ", ".join(t["pending"])]
                            if t["pending"] else [])
                 writer.writerow(_text_row([
                     student, GRADED, t["auto"], t["auto_max"], t["extra_credit"], t["hand"],
                     t["hand_max"],
                     "yes" if t["pending"] else "no", t["penalty"], t["total"], t["max_total"],
-                    "; ".join(check + pending), "yes" if check else "no"]))
+                    "; ".join(check + stopped + pending), "yes" if check else "no"]))
             else:
                 writer.writerow(_text_row([student, FAILED, "", "", "", "", "", "", "", "", "",
                                            record.get("error") or "could not be graded",
@@ -247,10 +251,15 @@ def _exercise_section(records: dict[str, dict], exercise: str) -> str:
             f"{'<br><span class=note>' + _e(wording.explanation) + '</span>' if wording else ''}"
             f"{'<br><span class=note>lesson: ' + _e(section.title) + '</span>' if section else ''}"
             f"</td><td>{_e(', '.join(students))}</td></tr>")
+    short = len(graded) - full
+    undiagnosed = ("every graded student's answer was correct" if not short else
+                   f"{short} graded student{'s' if short != 1 else ''} without full marks, "
+                   "and no mistake the grader recognises (an answer left out, say: the pass "
+                   "rates above show which tests failed)")
     diag_table = (
         "<table><tr><th>diagnosis</th><th>students</th><th>meaning</th><th>who</th></tr>"
-        + "".join(diagnoses) + "</table>" if diagnoses else "<p>No diagnoses: every graded "
-        "student's answer was correct.</p>")
+        + "".join(diagnoses) + "</table>" if diagnoses else
+        f"<p>No diagnoses: {undiagnosed}.</p>")
     return (f"<h3 id='{_e(exercise)}'>{_e(exercise_heading(exercise))}</h3>"
             f"<p>{len(graded)} graded; mean {mean:.2f} / {points(top)}; full marks: {full}.</p>"
             f"<h4>Pass rate of each test</h4><table><tr><th>test</th><th>passed</th>"
@@ -300,6 +309,16 @@ def _html(records, marks, missing, assignment: str, notebook: str, note: str = "
         "<table><tr><th>student</th><th>reason</th></tr>"
         + "".join(f"<tr><td>{_e(s)}</td><td>{_e(item)}</td></tr>" for s, item in checks)
         + "</table>" if checks else "")
+    stopped = [(r["student"], ", ".join(map(str, r["stopped_cells"])))
+               for r in sorted(graded, key=lambda r: r["student"])
+               if isinstance(r.get("stopped_cells"), list) and r["stopped_cells"]]
+    stopped_table = (
+        f"<h2>Code stopped outside the exercises: {len(stopped)}</h2>"
+        "<p>A cell of no exercise did not run to the end (a hang or a crash after the "
+        "answers): no point was lost, and each student's feedback shows the cell.</p>"
+        "<table><tr><th>student</th><th>cells</th></tr>"
+        + "".join(f"<tr><td>{_e(s)}</td><td>{_e(cells)}</td></tr>" for s, cells in stopped)
+        + "</table>" if stopped else "")
     late = [(s, m) for s, m in sorted(marks.items()) if m.get("seconds_late", 0) > 0]
     late_table = (
         "<table><tr><th>student</th><th>submitted</th><th>late by</th><th>penalty</th></tr>"
@@ -326,6 +345,7 @@ Files: <a href="scores.csv">scores.csv</a> (one row per student, diagnoses per e
 <a href="grades.csv">grades.csv</a> (for an LMS: every student, automatic, hand and total).</p>
 <p>{_e(variants_sentence(records))}</p>
 {check_table}
+{stopped_table}
 <h2>Exercises</h2>
 <img src="scores.svg" alt="Histograms: how many students got each score, one per exercise">
 <img src="diagnoses.svg" alt="{DIAGNOSES_ALT}">

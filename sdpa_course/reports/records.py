@@ -26,12 +26,37 @@ _DIGESTED = re.compile(rf".*~[0-9a-f]{{{_DIGEST_CHARS}}}", re.S)  # a name `reco
 
 GRADED = "graded"
 FAILED = "failed"
+# the diagnoses that say a cell of the exercise did not run to the end: stopped or crashed
+STOPPED_CODES = ("timeout", "crashed", "memory-limit")
+
+
+STOPPED_CELLS_SHOWN = 3  # cells named in a record's note; the feedback lists them all
+
+
+def stopped_cells(report: dict) -> list[str]:
+    """`cell 49 (timeout)` for the cells outside every exercise (a student's own extra cell,
+    the kit's) that did not run to the end, when no exercise's diagnosis already says that
+    code was stopped or crashed: a hang in a scratch cell costs no point and must still
+    show beside the score. At most `STOPPED_CELLS_SHOWN`, then how many more."""
+    exercises = report.get("exercises") or {}
+    if any(code in STOPPED_CODES for result in exercises.values() if isinstance(result, dict)
+           for code in result.get("diagnoses") or []):
+        return []
+    cells = [f"{c.get('cell')} ({c.get('status')})" for c in report.get("cells") or []
+             if isinstance(c, dict) and c.get("status") != "ok" and not c.get("exercises")]
+    more = len(cells) - STOPPED_CELLS_SHOWN
+    return cells[:STOPPED_CELLS_SHOWN] + ([f"{more} more cells"] if more > 0 else [])
 
 
 def graded_record(student: str, report: dict, fingerprint: str, warnings: list[str],
                   check_by_hand: list[str] | None = None) -> dict:
     """A graded student; `check_by_hand`: what a person must still check in it (a
-    submission time the kit could not read, so no late penalty applied), also in warnings."""
+    submission time the kit could not read, so no late penalty applied), also in warnings;
+    `stopped_cells`: cells outside the exercises that did not run to the end, also in
+    warnings."""
+    stopped = stopped_cells(report)
+    if stopped:
+        warnings = [*warnings, f"did not run to the end: {', '.join(stopped)}"]
     return {
         "student": student,
         "status": GRADED,
@@ -43,6 +68,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "error": None,
         "warnings": warnings,
         "check_by_hand": list(check_by_hand or []),
+        "stopped_cells": stopped,
         "isolation": report.get("isolation", "namespaces"),  # how its code ran
         "fingerprint": fingerprint,
         "retry": False,
@@ -80,6 +106,23 @@ def to_check(record: dict) -> list[str]:
                  if isinstance(w, str) and w.startswith("timestamp.txt ")
                  and w.endswith("graded without a submission time")]
     return [str(item) for item in found] if isinstance(found, list) else []
+
+
+def stopped_runs(record: dict) -> list[str]:
+    """`ex2: timeout` for each exercise whose code was stopped or crashed in a graded
+    student's record, then its `stopped_cells` (`cell 49 (timeout)`): the grade table and
+    the exports say so beside the score (a hang after the answers can cost nothing, and
+    must still show wherever a score shows)."""
+    if record.get("status") != GRADED:
+        return []
+    found = []
+    for exercise, result in sorted((record.get("exercises") or {}).items()):
+        codes = result.get("diagnoses") if isinstance(result, dict) else None
+        for code in codes if isinstance(codes, list) else []:
+            if code in STOPPED_CODES:
+                found.append(f"{exercise}: {code}")
+    cells = record.get("stopped_cells")
+    return found + ([str(cell) for cell in cells] if isinstance(cells, list) else [])
 
 
 def results_dir(reports_dir: Path) -> Path:
