@@ -1,6 +1,7 @@
 """The same isolation wherever the grader runs: as root, as an ordinary user, without
 CAP_SYS_ADMIN. Each grader runs every scenario of `sandbox_scenarios` once (a subprocess, its
-own pool); each test checks one guarantee on all three, and fails if one layer is taken out.
+own pool), the three graders at once; each test checks one guarantee on all three, and fails if
+one layer is taken out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import secrets
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -49,19 +51,28 @@ def course(workdir):
     return course
 
 
-@pytest.fixture(scope="module", params=graders.GRADERS)
-def grader(request, workdir):
-    if request.param != "user":
-        yield graders.root_grader(request.param, workdir)
-        return
+@pytest.fixture(scope="module")
+def made_graders(workdir):
+    """{name: Grader} of every grader this machine can make, and why the ordinary user's
+    cannot be made ("" when it can); the user is removed when the module is done."""
+    made = {name: graders.root_grader(name, workdir) for name in graders.GRADERS
+            if name != "user"}
     why = graders.why_no_user()
-    if why:
+    if not why:
+        (workdir / "user").mkdir()
+        (workdir / "user").chmod(0o755)
+        made["user"] = graders.make_user(workdir / "user")
+    yield made, why
+    if "user" in made:
+        graders.remove_user(made["user"])
+
+
+@pytest.fixture(scope="module", params=graders.GRADERS)
+def grader(request, made_graders):
+    made, why = made_graders
+    if request.param not in made:
         pytest.skip(f"no ordinary-user grader: {why}")
-    (workdir / "user").mkdir()
-    (workdir / "user").chmod(0o755)
-    user = graders.make_user(workdir / "user")
-    yield user
-    graders.remove_user(user)
+    return made[request.param]
 
 
 def _kit_data_copy() -> list[str]:
@@ -70,9 +81,8 @@ def _kit_data_copy() -> list[str]:
             if "solutions" in str(f) or "dist-info" in str(f)]
 
 
-@pytest.fixture(scope="module")
-def results(grader, course):
-    """Every scenario, run once by this grader."""
+def _run_scenarios(grader, course: Path) -> dict:
+    """Every scenario, run once by `grader` (a subprocess with a pool of its own)."""
     marker = secrets.token_hex(4)
     home_secret = grader.home / "notes-on-students.txt"
     home_secret.write_text("private notes")
@@ -103,6 +113,25 @@ def results(grader, course):
     assert not errors, errors
     found["context"] = context
     return found
+
+
+@pytest.fixture(scope="module")
+def runs(made_graders, course):
+    """{grader's name: its run of the scenarios}, the graders' runs started together: each is
+    a process of its own with a pool of its own, as two instructors' graders on one machine
+    would be, and most of a run is waiting (a sleep, a time-out, a zygote's start)."""
+    made, _ = made_graders
+    executor = ThreadPoolExecutor(len(made), thread_name_prefix="grader")
+    futures = {name: executor.submit(_run_scenarios, grader, course)
+               for name, grader in made.items()}
+    yield futures
+    executor.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="module")
+def results(grader, runs):
+    """Every scenario, run once by this grader (its failure, if the run failed)."""
+    return runs[grader.name].result()
 
 
 def test_isolation_is_namespaces_with_landlock_seccomp_and_no_warning_but_cgroups(results,
