@@ -51,9 +51,14 @@ HIDDEN_LINES = {line.strip() for path in SUITES.glob("test_ex*.py")
                 for line in path.read_text().splitlines() if len(line.strip()) > 24}
 
 
+_CASES_OF: dict[str, dict] = {}  # student -> {name: case}, built once (Case is frozen)
+
+
 def case_of(student: str, name: str):
     """The case written with the student's own numbers."""
-    return next(case for case in cases(VARIANTS[student]) if case.name == name)
+    if student not in _CASES_OF:
+        _CASES_OF[student] = {case.name: case for case in cases(VARIANTS[student])}
+    return _CASES_OF[student][name]
 
 
 def _graded(pair: tuple[str, str]) -> dict:
