@@ -8,21 +8,34 @@ The grading engine is imported only once the arguments are known to be usable.
 `check` is what a self-learner runs on their own notebook: where the machine refuses the
 sandbox's namespaces, it says so in one line and runs the code unisolated (the report's
 warnings say so too), rather than refusing as `grade` does.
+
+Its sandbox's zygote is kept warm for ten minutes after use (`autograder.sandbox.warm`;
+``SDPA_COURSE_WARM_SANDBOX`` seconds, 0 for never), so that a check after an edit does not
+pay for its start again: about half of a check's time.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 import warnings
 from pathlib import Path
 
 from autograder.sandbox import IsolationUnavailable, SandboxPool  # no numpy: starts quickly
+from autograder.sandbox.warm import idle_seconds
 from autograder.submission import SubmissionError, read_submission
 
 UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolation ({reason}); "
                    "running your code unisolated, as you, which is fine for your own notebook "
                    "(never grade others' this way)")
+
+
+def _load_suites(collect) -> None:
+    try:
+        collect()
+    except Exception:  # noqa: BLE001 - the engine collects them again, and says what failed
+        pass
 
 
 def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
@@ -32,14 +45,18 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     except SubmissionError as err:
         print(f"sdpa-course check: {err}", file=sys.stderr)
         return 2
-    pool = SandboxPool()
+    # The next check (after an edit) forks its worker from this zygote: see `sandbox.warm`.
+    pool = SandboxPool(keep_warm=idle_seconds())
     pool.start(wait=False)  # the zygote boots while the engine and the suites import
     # deferred: numpy, the engine and the suites import while the zygote boots
     from autograder.engine import grade_cells
     from autograder.report import render_text
     from autograder.runner import collect
 
-    collect()  # the hidden suites (and pytest, for their marks) load meanwhile too
+    if pool.warm:  # no zygote to wait for: the suites load while the cells run
+        threading.Thread(target=_load_suites, args=(collect,), daemon=True).start()
+    else:
+        collect()  # the hidden suites (and pytest, for their marks) load meanwhile too
 
     try:
         graded_as = {} if variant is None else {"variant": variant}

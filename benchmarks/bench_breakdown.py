@@ -4,7 +4,9 @@
     .venv/bin/python benchmarks/bench_breakdown.py --as-user bench    # as an ordinary user
     .venv/bin/python benchmarks/bench_breakdown.py --only check --runs 7
 
-check: the answer key, `--runs` fresh processes (as a learner runs it); per step the median
+check: the answer key, `--runs` fresh processes (as a learner runs it), first cold (each
+starts its own zygote), then warm (each forks from the zygote the one before kept warm, as
+every check after a learner's first); per step the median
 wall and CPU time of the process that runs the command (the zygote and the sandbox worker are
 other processes: their start shows as the wait for them, and the zygote's own steps, as it
 reports them, are listed under it). Steps that overlap (the zygote boots while the command
@@ -32,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answer_key_class import answer_key_class  # noqa: E402
-from runners import REPO, Runner, UserRunner, load, make_workdir  # noqa: E402
+from runners import REPO, WARM, Runner, UserRunner, load, make_workdir  # noqa: E402
 
 PROBE = Path(__file__).resolve().parent / "breakdown_probe.py"
 PER_SUBMISSION_PARENT = ("prepare: nbgrader's sanitising", "record: nbgrader's autograde steps",
@@ -86,14 +88,25 @@ def check_rows(events: list[dict], wall: float) -> tuple[dict[str, tuple], dict[
     return {k: tuple(v) for k, v in rows.items()}, boot
 
 
-def run_check(runner: Runner, notebook: Path, runs: int) -> None:
+def run_check(runner: Runner, notebook: Path, runs: int, warm: bool) -> None:
+    """`runs` checks, each cold (its own zygote) or warm (forking from the zygote kept warm
+    by the one before, as a learner's checks after the first)."""
     trace = runner.home / "trace-check.jsonl"
-    runner.run([str(PROBE), "check", str(notebook)], SDPA_BENCH_TRACE=str(trace))  # warm-up
+    env = {"SDPA_BENCH_TRACE": str(trace), WARM: "600" if warm else "0"}
+    try:
+        _timed_checks(runner, notebook, runs, "warm" if warm else "cold", trace, env)
+    finally:
+        if warm:  # as its user: a warm zygote serves nobody else
+            runner.stop_warm_zygotes()
+
+
+def _timed_checks(runner: Runner, notebook: Path, runs: int, how: str, trace: Path,
+                  env: dict[str, str]) -> None:
+    runner.run([str(PROBE), "check", str(notebook)], **env)  # warm-up
     trace.unlink(missing_ok=True)
     per_run, walls, boots = [], [], defaultdict(list)
     for _ in range(runs):
-        wall, _done = runner.run([str(PROBE), "check", str(notebook)],
-                                 SDPA_BENCH_TRACE=str(trace))
+        wall, _done = runner.run([str(PROBE), "check", str(notebook)], **env)
         rows, boot = check_rows(read_trace(trace), wall)
         per_run.append(rows)
         walls.append(wall)
@@ -101,7 +114,8 @@ def run_check(runner: Runner, notebook: Path, runs: int) -> None:
             boots[name].append(seconds)
         if boot:
             boots["total"].append(sum(v for k, v in boot.items() if k in ZYGOTE_STEPS))
-    print(f"\n== sdpa-course check on the answer key, as {runner.name}: {runs} runs, median "
+    print(f"\n== sdpa-course check on the answer key, {how}, as {runner.name}: {runs} runs, "
+          f"median "
           f"wall {_median(walls):.3f} s ({', '.join(f'{w:.2f}' for w in walls)}); {load()}")
     print(f"  {'step (in the command process)':<46}{'wall ms':>9}{'CPU ms':>9}{'calls':>7}")
     steps = list(dict.fromkeys(name for rows in per_run for name in rows))
@@ -207,7 +221,8 @@ def main() -> int:
             notebook = workdir / "attention.ipynb"
             shutil.copy(REPO / "solutions" / "sdpa" / "attention.ipynb", notebook)
             runner.give(notebook)
-            run_check(runner, notebook, args.runs)
+            run_check(runner, notebook, args.runs, warm=False)
+            run_check(runner, notebook, args.runs, warm=True)
         if args.only in (None, "grade"):
             run_grade(runner, args.students, args.workers, min(args.runs, 3))
     finally:

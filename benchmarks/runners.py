@@ -22,6 +22,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SCRIPTS = ("sdpa-course", "nbgrader", "alembic", "jupyter")  # the commands benchmarks run
+WARM = "SDPA_COURSE_WARM_SANDBOX"  # how long `check` keeps its zygote warm; "0": not at all
+STOP_WARM = """\
+import os
+from pathlib import Path
+from autograder.sandbox import warm
+for path in (Path(os.environ["XDG_CACHE_HOME"]) / "sdpa-course" / "warm").glob("zygote-*"):
+    warm.stop(path)
+"""
 
 
 class Runner:
@@ -55,10 +63,11 @@ class Runner:
         """The console script `name` (sdpa-course, nbgrader) with `args`, as this runner."""
         return [*self.prefix, str(self.bin / name), *args]
 
-    def timed(self, argv: list[str], cwd: Path) -> float:
+    def timed(self, argv: list[str], cwd: Path, **extra_env: str) -> float:
         """Run `argv` (from `command`); its wall seconds. Exits on failure."""
         started = time.monotonic()
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=self.env())
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
+                              env=self.env(**extra_env))
         wall = time.monotonic() - started
         if done.returncode != 0:
             sys.exit(f"{self.name}: {' '.join(argv)} failed ({done.returncode}):\n"
@@ -80,6 +89,11 @@ class Runner:
             sys.exit(f"{self.name}: {' '.join(args)} failed ({done.returncode}):\n"
                      f"{done.stderr[:3000]}\n...\n{done.stderr[-1500:]}")
         return wall, done
+
+    def stop_warm_zygotes(self) -> None:
+        """Stop the zygotes `check` kept warm for this runner (as its user: a warm zygote
+        serves nobody else)."""
+        self.run(["-c", STOP_WARM], check=False)
 
     def close(self) -> None:
         pass

@@ -12,6 +12,9 @@
   them and says where.
 - A test leaves `os.environ` as it found it (tests change it with `monkeypatch`): one that
   does not fails.
+- `sdpa-course check` keeps no zygote warm (`SDPA_COURSE_WARM_SANDBOX=0`): a test would
+  leave one running for ten minutes after the session; the tests of that warm zygote turn it
+  on for themselves and stop it.
 - `SDPA_REQUIRE_ALL=1` (set by `.ci/run`) turns every "not installed here" skip into a
   failure (`tests/required.py`); only PyTorch may be absent.
 """
@@ -37,6 +40,8 @@ PRIVATE_DIRS = {
     "JUPYTER_RUNTIME_DIR": "jupyter-runtime",
     "IPYTHONDIR": "ipython",
 }
+# Set for the whole session: variable -> value.
+SESSION_SETTINGS = {"SDPA_COURSE_WARM_SANDBOX": "0"}
 _STATE = pytest.StashKey[dict]()
 
 
@@ -71,10 +76,11 @@ def pytest_configure(config):
     system_tmp = Path(tempfile.gettempdir())
     root = Path(tempfile.mkdtemp(prefix="kit-tests-", dir=system_tmp))
     root.chmod(0o755)  # the PostgreSQL server runs as `postgres` and must reach its folder
-    saved = {name: os.environ.get(name) for name in PRIVATE_DIRS}
+    saved = {name: os.environ.get(name) for name in (*PRIVATE_DIRS, *SESSION_SETTINGS)}
     for name, sub in PRIVATE_DIRS.items():
         (root / sub).mkdir()
         os.environ[name] = str(root / sub)
+    os.environ.update(SESSION_SETTINGS)
     (root / "tmp").chmod(0o1777)  # like /tmp: tests may run code as another user
     tempfile.tempdir = None  # read TMPDIR again
     config.stash[_STATE] = {

@@ -1,7 +1,7 @@
 """The same isolation wherever the grader runs: as root, as an ordinary user, without
 CAP_SYS_ADMIN. Each grader runs every scenario of `sandbox_scenarios` once (a subprocess, its
-own pool), the three graders at once; each test checks one guarantee on all three, and fails if
-one layer is taken out.
+own pool), then again in a pool left warm, the three graders at once; each test checks one
+guarantee on all three, and fails if one layer is taken out.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import os
 import secrets
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -81,8 +82,61 @@ def _kit_data_copy() -> list[str]:
             if "solutions" in str(f) or "dist-info" in str(f)]
 
 
-def _run_scenarios(grader, course: Path) -> dict:
-    """Every scenario, run once by `grader` (a subprocess with a pool of its own)."""
+def _scenario_names(grader) -> list[str]:
+    names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
+             "processes", "forked_cell", "confinement", "limits", "measured_memory"]
+    if grader.name != "user":
+        names.append("memory_total")  # without cgroups nothing bounds it: see the warning
+    return names
+
+
+# What a zygote kept warm by one `sdpa-course check` for the next is checked for.
+WARM_SCENARIOS = ["identity", "secrets", "writes", "network", "neighbours", "processes",
+                  "confinement", "limits"]
+
+
+@pytest.fixture(scope="module")
+def runs(made_graders, course):
+    """{grader's name: {"cold": its run of every scenario, "warm": its run of WARM_SCENARIOS}}
+    as futures. The graders run at once, each in a thread of its own: a process of its own
+    with a pool of its own, as two instructors' graders on one machine would be, and most of
+    a run is waiting (a sleep, a time-out, a zygote's start). One grader's two runs follow
+    each other (they share its home's secret file)."""
+    made, _ = made_graders
+    futures = {name: {"cold": Future(), "warm": Future()} for name in made}
+
+    def run_both(grader) -> None:
+        for kind, names, warm in (("cold", _scenario_names(grader), False),
+                                  ("warm", WARM_SCENARIOS, True)):
+            future = futures[grader.name][kind]
+            try:
+                future.set_result(_run_scenarios(grader, course, names, warm=warm))
+            except Exception as err:  # noqa: BLE001 - raised to the tests that read this run
+                future.set_exception(err)
+
+    threads = [threading.Thread(target=run_both, args=(grader,), name=f"grader-{name}")
+               for name, grader in made.items()]
+    for thread in threads:
+        thread.start()
+    yield futures
+    for thread in threads:
+        thread.join()
+
+
+@pytest.fixture(scope="module")
+def results(grader, runs):
+    """Every scenario, run once by this grader (its failure, if the run failed)."""
+    return runs[grader.name]["cold"].result()
+
+
+@pytest.fixture(scope="module")
+def warm_results(grader, runs):
+    """The scenarios of `WARM_SCENARIOS`, run by this grader in a pool whose zygote another
+    pool started and left warm."""
+    return runs[grader.name]["warm"].result()
+
+
+def _run_scenarios(grader, course, names: list[str], warm: bool = False) -> dict:
     marker = secrets.token_hex(4)
     home_secret = grader.home / "notes-on-students.txt"
     home_secret.write_text("private notes")
@@ -97,12 +151,9 @@ def _run_scenarios(grader, course: Path) -> dict:
         REPO / "autograder/suites/test_ex1.py", REPO / "sdpa_ref/__init__.py", REPO)]
     context = {"hidden": [str(course)], "secrets": targets + _kit_data_copy(),
                "marker": marker, "number": secrets.randbelow(10**6), "home": str(grader.home)}
-    names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
-             "processes", "forked_cell", "confinement", "limits", "measured_memory"]
-    if grader.name != "user":
-        names.append("memory_total")  # without cgroups nothing bounds it: see the warning
+    request = {"scenarios": names, "context": context, "warm": warm}
     try:
-        done = grader.run(SCENARIOS, json.dumps({"scenarios": names, "context": context}))
+        done = grader.run(SCENARIOS, json.dumps(request))
     finally:
         home_secret.unlink()
         tmp_secret.unlink()
@@ -113,25 +164,6 @@ def _run_scenarios(grader, course: Path) -> dict:
     assert not errors, errors
     found["context"] = context
     return found
-
-
-@pytest.fixture(scope="module")
-def runs(made_graders, course):
-    """{grader's name: its run of the scenarios}, the graders' runs started together: each is
-    a process of its own with a pool of its own, as two instructors' graders on one machine
-    would be, and most of a run is waiting (a sleep, a time-out, a zygote's start)."""
-    made, _ = made_graders
-    executor = ThreadPoolExecutor(len(made), thread_name_prefix="grader")
-    futures = {name: executor.submit(_run_scenarios, grader, course)
-               for name, grader in made.items()}
-    yield futures
-    executor.shutdown(wait=True, cancel_futures=True)
-
-
-@pytest.fixture(scope="module")
-def results(grader, runs):
-    """Every scenario, run once by this grader (its failure, if the run failed)."""
-    return runs[grader.name].result()
 
 
 def test_isolation_is_namespaces_with_landlock_seccomp_and_no_warning_but_cgroups(results,
@@ -322,3 +354,21 @@ def test_a_matrix_hidden_from_tracemalloc_is_read_from_outside_the_worker(result
     for how, (traced, resident, unmeasured) in found.items():
         assert resident >= 30 * MiB and unmeasured == "", (how, traced, resident)
     assert found["reset_peak"][0] < MiB and found["mmap"][0] < MiB  # tracemalloc was fooled
+
+
+def test_a_zygote_kept_warm_between_checks_keeps_every_guarantee(warm_results, grader):
+    """`sdpa-course check` leaves its zygote warm for the next check (`sandbox.warm`): the
+    workers forked from it by a later process are bounded exactly as a fresh zygote's."""
+    assert warm_results["warm"] == {"primed": False, "reused": True}
+    test_isolation_is_namespaces_with_landlock_seccomp_and_no_warning_but_cgroups(
+        warm_results, grader)
+    test_student_has_no_capabilities_no_new_privs_seccomp_and_its_own_uid(warm_results, grader)
+    test_student_lives_in_namespaces_of_its_own(warm_results)
+    test_every_mount_but_the_private_temporaries_proc_and_devices_is_read_only(warm_results)
+    test_no_file_of_the_course_the_kit_the_grader_or_other_students_is_readable(warm_results)
+    test_nothing_written_outlives_the_submission(warm_results)
+    test_no_network_not_even_loopback_or_another_local_address(warm_results)
+    test_two_submissions_graded_at_once_cannot_reach_each_other(warm_results)
+    test_background_processes_die_with_the_submission(warm_results)
+    test_each_layer_refuses_on_its_own(warm_results)
+    test_rlimits_tmp_size_disk_memory_processes_and_descriptors_are_bounded(warm_results)

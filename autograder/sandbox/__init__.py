@@ -18,7 +18,10 @@ matplotlib imports) while the caller goes on reading the submission (importing t
 does not import numpy, so the zygote can start first), `SandboxPool.boot_seconds` (the
 zygote's start, step by step) and `SandboxPool.attach_channel` / `SandboxPool.attached`, with
 which processes forked from the pool's owner (grading processes) fork their workers from the
-same zygote: one zygote's start for a whole class, the same isolation for every worker.
+same zygote: one zygote's start for a whole class, the same isolation for every worker;
+`SandboxPool(keep_warm=seconds)`, `SandboxPool.warm` and `warm`: a zygote left running after
+its pool closes, which the next pool with the same configuration (the next `sdpa-course
+check`) forks its workers from.
 `Sandbox.call_measuring_memory` returns a `MemoryUse`: the peak tracemalloc saw in the worker
 and the growth of the worker's memory high-water mark read from outside it (`gauge`); from
 the first measured call on, that worker can start no process or thread.

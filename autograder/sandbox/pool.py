@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .. import BLAS_THREAD_VARIABLES
+from . import warm
 from .blocker import FORBIDDEN_PACKAGES
 from .cgroups import Cgroups, SubmissionCgroup
 from .errors import IsolationUnavailable
@@ -45,6 +46,7 @@ from .limits import Limits
 SANDBOX_MODULES = ("blocker", "codec", "kernel", "seccomp", "landlock", "rootfs", "isolation",
                    "worker", "zygote")
 BOOTSTRAP = """\
+# sdpa-course: the sandbox's zygote (see autograder/sandbox/zygote.py)
 import marshal, sys, types
 order, codes, config = marshal.loads(sys.stdin.buffer.read())
 package = types.ModuleType("_sdpa_sandbox")
@@ -218,10 +220,12 @@ class SandboxPool:
     (student code runs as the grader, with rlimits, a process group and an audit hook only;
     every report says so).
     hidden_paths: extra files or directories to hide (course directory, gradebook).
+    keep_warm: seconds to keep the zygote after this pool's last use, for the next pool with
+    the same configuration to fork its workers from (`warm`; `sdpa-course check`); 0: no.
     """
 
     def __init__(self, *, isolation: str = NAMESPACES,
-                 hidden_paths: Iterable[str | os.PathLike] = ()):
+                 hidden_paths: Iterable[str | os.PathLike] = (), keep_warm: float = 0.0):
         if isolation not in ISOLATION_MODES:
             raise ValueError(f"isolation must be one of {ISOLATION_MODES}, not {isolation!r}")
         self.isolation = isolation
@@ -242,6 +246,10 @@ class SandboxPool:
         self.boot_seconds: dict[str, float] = {}  # the zygote's start, step by step
         self._launched = 0.0
         self._attached = False  # forks from another pool's zygote (see `attached`)
+        self.keep_warm = keep_warm if isolation == NAMESPACES else 0.0
+        self.warm = False  # whether this pool's zygote was already running, kept warm
+        self.warm_socket: Path | None = None  # where a zygote kept warm listens, if any
+        self._warm_socket: Path | None = None  # where the zygote this pool starts will listen
 
     def __enter__(self) -> SandboxPool:
         self.start()
@@ -325,7 +333,8 @@ class SandboxPool:
             return
         self._stop_zygote()
         self._begin_launch()
-        self._finish_launch()
+        if self._pending is not None:  # not when a warm zygote answered
+            self._finish_launch()
 
     def _ensure_cgroups(self) -> None:
         if not self._cgroups_tried:
@@ -336,20 +345,49 @@ class SandboxPool:
 
     def _begin_launch(self) -> None:
         self._ensure_cgroups()
+        config = {"isolation": self.isolation, "hidden": self.hidden,
+                  "font_cache": _font_cache_directory()}
+        environment = _zygote_environment()
+        listener = self._warm_listener(config, environment) if self.keep_warm else None
+        if self._attached:  # a warm zygote answered
+            return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the zygote's pid, below
-        config = {"control_fd": theirs.fileno(), "isolation": self.isolation,
-                  "hidden": self.hidden, "font_cache": _font_cache_directory()}
+        config["control_fd"] = theirs.fileno()
+        passed = [theirs.fileno()]
+        if listener is not None:
+            config.update(listen_fd=listener.fileno(), idle_seconds=self.keep_warm)
+            passed.append(listener.fileno())
         self._launched = time.monotonic()
         process = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOTSTRAP],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            pass_fds=[theirs.fileno()], env=_zygote_environment(), cwd="/",
-            start_new_session=True)
+            pass_fds=passed, env=environment, cwd="/", start_new_session=True)
         theirs.close()
+        if listener is not None:
+            listener.close()  # the zygote's now
         process.stdin.write(_zygote_payload(config))
         process.stdin.close()
         self._pending = (process, ours)
+
+    def _warm_listener(self, config: dict, environment: dict) -> socket.socket | None:
+        """Connect to the warm zygote built from `config` if one runs (then this pool is
+        attached to it); otherwise a listening socket for the one about to start, or None
+        where none can be kept (no private directory for it)."""
+        key = warm.zygote_key(config, environment, _zygote_payload({}))
+        path = warm.socket_path(key)
+        if path is None:
+            return None
+        self.warm_socket = path
+        reached = warm.connect(path)
+        if reached is None:
+            listener = warm.listen(path)
+            self._warm_socket = path if listener is not None else None
+            return listener
+        self._control, hello, self.zygote_pid = reached
+        self._attached, self.warm = True, True
+        self._adopt(hello)
+        return None
 
     def _finish_launch(self) -> None:
         process, ours = self._pending
@@ -368,6 +406,8 @@ class SandboxPool:
                 break
             ours.send(json.dumps(write_id_maps(process.pid)).encode())
         if not ready.get("ok"):
+            if self._warm_socket is not None:  # nobody will listen there
+                self._warm_socket.unlink(missing_ok=True)
             process.kill()
             detail = process.stderr.read().decode(errors="replace")[-2000:]
             process.wait()
@@ -379,11 +419,15 @@ class SandboxPool:
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
         ours.settimeout(30.0)
         self._process, self._control = process, ours
+        self.boot_seconds = self._boot_steps(ready.get("marks"))
+        self._adopt(ready)
+
+    def _adopt(self, ready: dict) -> None:
+        """Take the mode and layers a zygote's ready message (or warm hello) reports."""
         self.mode = ready["mode"]
         self.layers = {"landlock": ready.get("landlock", 0), "seccomp": ready.get("seccomp"),
                        "spare_uids": ready.get("spare_uids"),
                        "cgroups": self.cgroups.describe() if self.cgroups else ""}
-        self.boot_seconds = self._boot_steps(ready.get("marks"))
         self.warnings = self._describe_gaps()
         for text in self.warnings:
             if text not in _warned:
@@ -482,6 +526,8 @@ class SandboxPool:
                 pass
         if self._control is not None:
             self._control.close()
+        if self._process is not None and self.keep_warm:
+            self._process = None  # kept warm: it ends by itself once idle
         if self._process is not None:
             try:
                 self._process.wait(timeout=2)

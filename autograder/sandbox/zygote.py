@@ -21,6 +21,11 @@ Besides the pool's own control socket, the zygote serves channels the pool attac
 grading processes it forked (request "attach", one socket passed): each asks for workers the
 same way. The end of an attached channel only closes it (that process's workers die with
 their report pipes); the end of the pool's own socket ends the zygote and every worker.
+
+A zygote kept warm (`warm`: config "listen_fd" and "idle_seconds") also accepts channels on a
+listening socket, from this user only, greeting each with its ready message; the end of the
+pool's own socket then only closes it, and the zygote ends once it has served no channel and
+no worker for "idle_seconds", or when a channel asks it to ("stop").
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import sys
 import tempfile
 import time
@@ -180,8 +186,9 @@ class _Child:
 
 class Zygote:
     def __init__(self, control: socket.socket, setup: Setup, blocker: ImportBlocker,
-                 own_pid_namespace: int):
-        self.control = control  # the pool's own: its end is the zygote's
+                 own_pid_namespace: int, listener: socket.socket | None = None,
+                 idle_seconds: float = 0.0):
+        self.control = control  # the pool's own: its end is the zygote's (unless kept warm)
         self.controls = {control.fileno(): control}  # and the channels attached since
         self.setup = setup
         self.blocker = blocker
@@ -190,6 +197,11 @@ class Zygote:
         self.poller.register(control, select.POLLIN)
         self.watched: dict[int, tuple[str, _Child]] = {}  # fd -> ("pidfd" | "report", child)
         self.own_pid_namespace = own_pid_namespace
+        self.listener = listener  # kept warm: `check`s connect here
+        self.idle_seconds = idle_seconds
+        self.hello = b""  # the ready message, for each channel accepted on the listener
+        if listener is not None:
+            self.poller.register(listener, select.POLLIN)
 
     def spawn(self, request: dict, fds: list[int]) -> int:
         namespaces = self.setup.mode == isolation.NAMESPACES
@@ -269,25 +281,51 @@ class Zygote:
         self.controls[channel.fileno()] = channel
         self.poller.register(channel, select.POLLIN)
 
+    def accept(self) -> None:
+        """A `check` connecting to this warm zygote: served if it is this user."""
+        try:
+            channel, _ = self.listener.accept()
+        except OSError:
+            return
+        try:
+            uid = struct.unpack("3i", channel.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
+            if uid != os.getuid():  # another user, seen from our namespace
+                raise OSError("not this zygote's user")
+            channel.setblocking(True)
+            channel.send(self.hello)
+        except OSError:
+            channel.close()
+            return
+        self.controls[channel.fileno()] = channel
+        self.poller.register(channel, select.POLLIN)
+
+    def _stop(self) -> None:
+        """Kill every worker and end the zygote (its PID namespace goes with it)."""
+        for child in list(self.children.values()):
+            try:
+                os.kill(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os._exit(0)
+
     def handle_request(self, control: socket.socket) -> None:
         try:
             data, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 8)
         except OSError:
             data, fds = b"", []
-        if not data and control is not self.control:  # an attached process is gone
+        own = control is self.control and self.listener is None
+        if not data and not own:  # an attached process is gone (or the warm zygote's first)
             self.poller.unregister(control)
             del self.controls[control.fileno()]
             control.close()
             return
         if not data:  # the trusted process is gone: so are its workers
-            for child in list(self.children.values()):
-                try:
-                    os.kill(child.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            os._exit(0)
+            self._stop()
         try:
             request = json.loads(data)
+            if request.get("op") == "stop" and self.listener is not None:
+                self._stop()
             if request.get("op") == "attach":
                 self.attach(fds)
                 control.send(json.dumps({"ok": True}).encode())
@@ -306,10 +344,28 @@ class Zygote:
             return
         control.send(json.dumps({"ok": True, "pid": pid}).encode())
 
+    def _idle_timeout_ms(self, idle_since: float) -> int | None:
+        """How long to wait before ending for idleness (kept warm, nothing served), or None."""
+        if self.listener is None or self.controls or self.children:
+            return None
+        return max(0, int((idle_since + self.idle_seconds - time.monotonic()) * 1000))
+
     def serve(self) -> None:
         polling = False
+        idle_since = time.monotonic()
         while True:
-            for fd, events in self.poller.poll(200 if polling else None):
+            timeout = self._idle_timeout_ms(idle_since)
+            if timeout == 0:
+                self._stop()
+            if polling:
+                timeout = 200 if timeout is None else min(200, timeout)
+            events_ready = self.poller.poll(timeout)
+            if self.controls or self.children:
+                idle_since = time.monotonic()
+            for fd, events in events_ready:
+                if self.listener is not None and fd == self.listener.fileno():
+                    self.accept()
+                    continue
                 if fd in self.controls:
                     self.handle_request(self.controls[fd])
                     continue
@@ -395,7 +451,10 @@ def main(config: dict) -> None:
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.close(null)
-        zygote = Zygote(control, setup, blocker, own_pid_namespace)
+        listener = (socket.socket(fileno=int(config["listen_fd"]))
+                    if config.get("listen_fd") is not None else None)
+        zygote = Zygote(control, setup, blocker, own_pid_namespace, listener,
+                        float(config.get("idle_seconds") or 0.0))
     except isolation.Unavailable as exc:
         control.send(json.dumps({"ok": False, "unavailable": str(exc)}).encode())
         os._exit(0)
@@ -406,9 +465,9 @@ def main(config: dict) -> None:
     gc.freeze()  # keep the pre-imported heap shared between the forks
     gc.enable()  # for the workers: student code collects as Python always does
     marks["ready"] = time.monotonic()
-    control.send(json.dumps({"ok": True, "mode": setup.mode, "pid": os.getpid(),
-                             "landlock": setup.landlock_abi,
-                             "seccomp": setup.mode == isolation.NAMESPACES
-                             and seccomp.available(),
-                             "spare_uids": setup.spare_uids, "marks": marks}).encode())
+    ready = {"ok": True, "mode": setup.mode, "pid": os.getpid(), "landlock": setup.landlock_abi,
+             "seccomp": setup.mode == isolation.NAMESPACES and seccomp.available(),
+             "spare_uids": setup.spare_uids}
+    zygote.hello = json.dumps({**ready, "warm": True}).encode()
+    control.send(json.dumps({**ready, "marks": marks}).encode())
     zygote.serve()

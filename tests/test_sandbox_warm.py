@@ -1,0 +1,235 @@
+"""The zygote `sdpa-course check` keeps warm for the next check (`autograder.sandbox.warm`).
+
+A later pool with the same configuration forks its workers from it, each worker still a fresh
+fork (nothing one check's code did reaches the next), only its user reaches it, and it ends
+when idle or asked to. That the workers it forks are isolated exactly as a fresh zygote's is
+checked for the three graders in `test_sandbox_isolation` (`warm_results`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.sandbox import Cell, Sandbox, SandboxPool, warm
+
+REPO = Path(__file__).resolve().parent.parent
+ANSWER_KEY = REPO / "solutions" / "sdpa" / "attention.ipynb"
+SYSTEM_PYTHON = Path(f"/usr/bin/python3.{sys.version_info.minor}")
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+linux_root = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
+                                reason="another user is made from root on Linux")
+
+
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+    """A cache folder of the test's own, so that its warm zygotes are the test's; any left
+    running at the end is stopped."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    yield folder
+    for path in (folder / "sdpa-course" / "warm").glob("zygote-*"):
+        warm.stop(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+
+
+def _wait_gone(pid: int, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    (None, 600.0), ("", 600.0), ("30", 30.0), ("2.5", 2.5), ("0", 0.0), ("off", 0.0),
+    ("-5", 0.0), ("nan", 0.0), ("1e12", 86_400.0), ("inf", 86_400.0)])
+def test_the_idle_time_is_read_from_the_environment(monkeypatch, text, seconds):
+    if text is None:
+        monkeypatch.delenv(warm.WARM_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(warm.WARM_VARIABLE, text)
+    assert warm.idle_seconds() == seconds
+
+
+def test_a_package_installed_or_another_configuration_names_another_zygote(monkeypatch,
+                                                                          tmp_path):
+    site, work = tmp_path / "site-packages", tmp_path / "work"
+    site.mkdir()
+    work.mkdir()
+    monkeypatch.setattr(sys, "path", [str(work), *sys.path, str(site)])
+    config, environment = {"isolation": "namespaces", "hidden": []}, {"PATH": "/usr/bin"}
+    key = warm.zygote_key(config, environment, b"code")
+    assert warm.zygote_key(config, environment, b"code") == key
+    (work / "attention.ipynb").write_text("{}")  # a saved notebook: the same zygote
+    os.utime(work, ns=(1, 1))
+    assert warm.zygote_key(config, environment, b"code") == key
+    (site / "scipy").mkdir()  # a package installed
+    os.utime(site, ns=(2, 2))
+    changed = warm.zygote_key(config, environment, b"code")
+    assert changed != key
+    assert warm.zygote_key(config, environment, b"other code") != changed
+    assert warm.zygote_key({**config, "hidden": ["/course"]}, environment, b"code") != changed
+    assert warm.zygote_key(config, {"PATH": "/bin"}, b"code") != changed
+
+
+def test_no_socket_is_kept_in_a_folder_others_may_enter_or_that_is_a_link(cache, tmp_path):
+    folder = cache / "sdpa-course" / "warm"
+    assert warm.socket_directory() == folder and folder.stat().st_mode & 0o777 == 0o700
+    folder.chmod(0o755)
+    assert warm.socket_directory() is None
+    shutil.rmtree(folder)
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    folder.symlink_to(tmp_path / "elsewhere")
+    assert warm.socket_directory() is None
+    with SandboxPool(keep_warm=60) as pool:  # grades, keeping nothing warm
+        assert pool.warm_socket is None and not pool.warm
+
+
+def test_a_second_pool_forks_fresh_workers_from_the_first_pools_zygote(cache):
+    with SandboxPool(keep_warm=60) as first:
+        with Sandbox([Cell("import numpy, os\nnumpy.pi = 3.0\nos.environ['LEFT'] = 'x'\n"
+                           "open('/tmp/left', 'w').write('x')\n", "cell 1")],
+                     pool=first) as sandbox:
+            assert [o.status for o in sandbox.start()] == ["ok"]
+        zygote, layers = first.zygote_pid, first.layers
+    assert not first.warm and first.warm_socket.parent == cache / "sdpa-course" / "warm"
+    assert _alive(zygote)  # kept after its pool closed
+    with SandboxPool(keep_warm=60) as second:
+        assert second.warm and second.zygote_pid == zygote and second.layers == layers
+        with Sandbox([Cell("import numpy, os\npi = float(numpy.pi)\n"
+                           "left = os.path.exists('/tmp/left') or 'LEFT' in os.environ\n",
+                           "cell 1")], pool=second) as sandbox:
+            assert [o.status for o in sandbox.start()] == ["ok"]
+            assert sandbox.get("pi") == pytest.approx(3.141592653589793)
+            assert sandbox.get("left") is False
+    with SandboxPool(keep_warm=60, hidden_paths=[cache]) as other:  # another configuration
+        assert not other.warm and other.zygote_pid != zygote
+        assert other.warm_socket != first.warm_socket
+    assert warm.stop(first.warm_socket) and warm.stop(other.warm_socket)
+    assert _wait_gone(zygote)
+    with SandboxPool(keep_warm=60) as third:  # the socket is gone: a new zygote
+        assert not third.warm and third.zygote_pid != zygote
+
+
+def test_a_warm_zygote_ends_once_idle_and_the_next_pool_starts_anew(cache):
+    with SandboxPool(keep_warm=1) as pool:
+        zygote = pool.zygote_pid
+    assert _wait_gone(zygote)
+    with SandboxPool(keep_warm=1) as again:  # its socket is left, stale: replaced
+        assert not again.warm and again.zygote_pid != zygote
+        assert again.warm_socket == pool.warm_socket
+
+
+def test_a_pool_without_keep_warm_leaves_no_zygote(cache):
+    with SandboxPool() as pool:
+        zygote = pool.zygote_pid
+        assert pool.warm_socket is None
+    assert _wait_gone(zygote, 10)
+    assert not (cache / "sdpa-course" / "warm").exists()
+
+
+LISTEN_AS_NOBODY = textwrap.dedent("""
+    import json, socket, sys
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(sys.argv[1])
+    listener.listen(1)
+    print("listening", flush=True)
+    connection, _ = listener.accept()
+    connection.send(json.dumps({"ok": True, "mode": "namespaces"}).encode())
+    connection.recv(16)
+""")
+CONNECT_AS_NOBODY = textwrap.dedent("""
+    import socket, sys
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    connection.settimeout(10)
+    connection.connect(sys.argv[1])
+    print(len(connection.recv(1 << 16)))
+""")
+
+
+@linux_root
+@pytest.mark.skipif(not SYSTEM_PYTHON.exists() or not shutil.which("setpriv"),
+                    reason=f"needs {SYSTEM_PYTHON} and setpriv")
+def test_only_its_own_user_reaches_a_warm_zygote_and_only_its_own_is_used(cache, tmp_path):
+    with SandboxPool(keep_warm=60) as pool:
+        path = pool.warm_socket
+    opened = [(folder, folder.stat().st_mode & 0o7777) for folder in path.parents
+              if folder != Path("/")]
+    try:
+        for folder, mode in opened:
+            folder.chmod(mode | 0o011)  # others may pass through (the socket's folder too)
+        path.chmod(0o777)
+        # Another user, let through by the folders' and the socket's permissions: no hello.
+        done = subprocess.run([*NOBODY, str(SYSTEM_PYTHON), "-c", CONNECT_AS_NOBODY, path.name],
+                              capture_output=True, text=True, timeout=60, cwd=path.parent)
+        assert done.returncode == 0 and done.stdout.split() == ["0"], done.stderr
+        assert warm.connect(path) is not None  # its own user is served
+        # A listener of another user's, where a warm zygote would be, is never used.
+        open_folder = tmp_path / "open"
+        open_folder.mkdir()
+        open_folder.chmod(0o777)
+        listening = subprocess.Popen([*NOBODY, str(SYSTEM_PYTHON), "-c", LISTEN_AS_NOBODY,
+                                      "zygote-impostor"], stdout=subprocess.PIPE, text=True,
+                                     cwd=open_folder)
+        try:
+            assert listening.stdout.readline().strip() == "listening"
+            assert warm.connect(open_folder / "zygote-impostor") is None
+        finally:
+            listening.kill()
+            listening.wait()
+    finally:
+        for folder, mode in opened:
+            folder.chmod(mode)
+
+
+def test_check_leaves_its_zygote_warm_for_the_next_check(cache, monkeypatch, tmp_path):
+    monkeypatch.setenv(warm.WARM_VARIABLE, "60")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    reports = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "sdpa_course.cli", "check",
+                               str(ANSWER_KEY), "--json"], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=300)
+        assert done.returncode == 0, done.stderr
+        reports.append(json.loads(done.stdout))
+        sockets = list((cache / "sdpa-course" / "warm").glob("zygote-*"))
+        assert len(sockets) == 1
+        reached = warm.connect(sockets[0])
+        assert reached is not None
+        reached[0].close()
+        reports[-1]["zygote"] = reached[2]
+    first, second = reports
+    assert first["score"] == second["score"] == 20 and first["zygote"] == second["zygote"]
+    assert first["exercises"] == second["exercises"] and second["warnings"] == first["warnings"]
+    assert first["isolation"] == second["isolation"]
+    assert warm.stop(sockets[0]) and _wait_gone(first["zygote"])
+
+
+def test_the_listening_socket_is_never_a_workers(cache):
+    """Each worker closes every descriptor but its own channel: no socket of the zygote's,
+    least of all the one other checks connect to."""
+    with SandboxPool(keep_warm=60) as pool, Sandbox([Cell(
+            "import os, stat\nkinds = {}\nfor fd in os.listdir('/proc/self/fd'):\n"
+            "    try:\n        kinds[int(fd)] = stat.S_ISSOCK(os.fstat(int(fd)).st_mode)\n"
+            "    except OSError:\n        pass\nsockets = sum(kinds.values())\n", "cell 1")],
+            pool=pool) as sandbox:
+        assert [o.status for o in sandbox.start()] == ["ok"]
+        assert sandbox.get("sockets") == 1  # its channel to the trusted side
