@@ -25,6 +25,7 @@ from pathlib import Path
 from autograder.sandbox import IsolationUnavailable, SandboxPool  # no numpy: starts quickly
 from autograder.sandbox.warm import idle_seconds
 from autograder.submission import SubmissionError, read_submission
+from autograder.terminal import one_line
 
 UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolation ({reason}); "
                    "running your code unisolated, as you, which is fine for your own notebook "
@@ -43,7 +44,8 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     try:
         cells = read_submission(path)
     except SubmissionError as err:
-        print(f"sdpa-course check: {err}", file=sys.stderr)
+        # the message quotes the notebook (its grade ids) and its path: shown, never acted on
+        print(f"sdpa-course check: {one_line(err)}", file=sys.stderr)
         return 2
     # The next check (after an edit) forks its worker from this zygote: see `sandbox.warm`.
     pool = SandboxPool(keep_warm=idle_seconds())
@@ -70,10 +72,16 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
                 pool = SandboxPool(isolation="unsafe-none")
                 report = grade_cells(cells, submission=str(path), pool=pool, **graded_as)
     except Exception as err:  # the kit, not the submission, failed: say so, exit non-zero
-        print(f"sdpa-course check: the kit could not grade {path}: {type(err).__name__}: "
-              f"{str(err).strip()}", file=sys.stderr)
+        print(f"sdpa-course check: the kit could not grade {one_line(path)}: "
+              f"{type(err).__name__}: {one_line(str(err).strip())}", file=sys.stderr)
         return 1
     finally:
         pool.close()
+    shown = report["variant"].get("shown")
+    if variant is None and shown not in (None, report["variant"]["label"]):
+        # the notebook showed a student's numbers (its own, most likely): say how to check them
+        report["warnings"].append(f"no student was named, so it was checked on the lesson's "
+                                  f"numbers: to check it on the numbers of variant {shown}, "
+                                  f"run `sdpa-course check {path} --student YOUR_ID`")
     print(json.dumps(report, indent=2) if as_json else render_text(report))
     return 0

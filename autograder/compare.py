@@ -89,6 +89,11 @@ HAND = 1e-3 + 1e-12  # the 1e-12 absorbs the binary representation of 0.669 - 0.
 # forward): their own rounding (HAND) plus that of the step before, through softmax's slope
 # (at most 1/4 per unit of score difference, so 2 * HAND / 4).
 CARRIED_FORWARD = HAND + HAND / 2
+# The most numbers any answer of this assignment has: exercise 4's memory test's out is
+# (2048, 4), 8,192 values. A student's answer with more (a worker may reply with 64 MiB of
+# uint8) is wrong by its size and never converted: read as float64 it was 8 times larger,
+# once per check and probe, and a `check` of one such notebook grew to 5.8 GB.
+MAX_ANSWER_VALUES = 2**20
 
 
 def significant_figures(reference: float, figures: int = 3) -> float:
@@ -154,7 +159,7 @@ def numbers(value) -> np.ndarray | None:
     """
     try:
         arr = np.asarray(value)
-        if arr.dtype.kind not in "iuf":
+        if arr.dtype.kind not in "iuf" or arr.size > MAX_ANSWER_VALUES:
             return None
         with np.errstate(all="ignore"):
             return arr.astype(np.float64)
@@ -182,6 +187,9 @@ def as_array(value, what: str, *, dtype_kind: str = "numbers") -> np.ndarray:
                        "have different lengths") from None
     except Exception:  # noqa: BLE001 - whatever numpy makes of it, it is not numbers
         raise Mismatch(f"{what} should be {dtype_kind}, got {_type_name(value)}") from None
+    if arr.size > MAX_ANSWER_VALUES:
+        raise Mismatch(f"{what} has {arr.size} values (shape {arr.shape}), far more than "
+                       "any answer here")
     if dtype_kind == "booleans":
         if arr.dtype != np.bool_:
             raise Mismatch(f"{what} should be an array of booleans (True = masked out), "

@@ -9,7 +9,8 @@ of each) and `variant` (whose exercises were graded: `{"label": "3f9a2c", "stude
 "ex1": {...}, "ex2": {...}, "own_inputs": true, "shown": "3f9a2c"}`, the numbers of exercises
 1 and 2, never a hidden input; label `default` for the lesson's own numbers; `own_inputs`
 whether the hidden inputs were the student's own; `shown` the label of the numbers the
-notebook itself showed, when it said so plainly, else None).
+notebook itself showed, when it said so plainly, else None). The engine adds `isolation`
+(`namespaces`, or `unsafe-none` where that was asked for).
 
 A failed test's message is the test's own, except where a diagnosis explains the failure:
 then the diagnosis says why instead of the test's generic hint (`diagnoses.explanations`),
@@ -23,8 +24,6 @@ clear or redraw the terminal that shows its report.
 from __future__ import annotations
 
 import base64
-import re
-import unicodedata
 
 from autograder.compare import join_hint
 from autograder.diagnoses.codes import WORDING, lesson_section
@@ -35,6 +34,7 @@ from autograder.diagnoses.modules import find_missing_modules, note
 from autograder.exercises import EXERCISES, MAX_SCORE
 from autograder.runner import not_attempted
 from autograder.sandbox.images import SUBMISSION_PNG_BYTES, SUBMISSION_PNGS
+from autograder.terminal import one_line
 from autograder.variants import DEFAULT, Variant
 
 OUTPUT_LIMIT = 4000  # characters of the student's own output kept in the report
@@ -172,12 +172,12 @@ def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str],
 
 def render_text(report: dict) -> str:
     """The report as a table: one line per exercise, then each failed test and its message."""
-    lines = [f"Grade report for {_safe(report['submission'])}", ""]
+    lines = [f"Grade report for {one_line(report['submission'])}", ""]
     variant = report.get("variant") or {}
     if variant.get("label", "default") != "default":
-        owner = f" (student {_safe(variant['student'])})" if variant.get("student") else ""
+        owner = f" (student {one_line(variant['student'])})" if variant.get("student") else ""
         inputs = " and hidden inputs" if variant.get("own_inputs") else ""
-        lines[1:1] = [f"Graded as variant {_safe(variant['label'])}{owner}, with its own "
+        lines[1:1] = [f"Graded as variant {one_line(variant['label'])}{owner}, with its own "
                       f"numbers{inputs}"]
     for key, ex in report["exercises"].items():
         title = EXERCISES[key].title
@@ -194,24 +194,24 @@ def render_text(report: dict) -> str:
         for message, tests in by_message.items():
             names = ", ".join(t["name"] for t in tests)
             points = _fmt(sum(t["max_score"] for t in tests))
-            lines.append(f"       - {names} ({points} pt): {_safe(message)}")
+            lines.append(f"       - {names} ({points} pt): {one_line(message)}")
         for code in ex["diagnoses"]:
-            lines.append(f"       diagnosis {_safe(code)}: {_explained(code, key)}")
+            lines.append(f"       diagnosis {one_line(code)}: {_explained(code, key)}")
     lines.append("")
     lines.append(f"  {'total':<43} {_fmt(report['score']):>5} / {_fmt(report['max_score'])}")
     if report.get("extra_credit"):
         lines.append(f"  {'plus extra credit':<43} {_fmt(report['extra_credit']):>5}")
     if report.get("cells"):
         lines += ["", "Cells that did not run cleanly:"]
-        lines += [f"  {_safe(c['cell'])}: {c['status']} {_safe(c['error'])}".rstrip()
+        lines += [f"  {one_line(c['cell'])}: {c['status']} {one_line(c['error'])}".rstrip()
                   for c in report["cells"]]
     if report.get("output") and report["score"] < report["max_score"]:
         lines += ["", "Your code printed (first lines):"]
-        lines += ["  " + _safe(line) for line in report["output"].splitlines()[:10]]
+        lines += ["  " + one_line(line) for line in report["output"].splitlines()[:10]]
     for warning in report.get("warnings", []):
-        lines.append(f"note: {_safe(warning)}")
+        lines.append(f"note: {one_line(warning)}")
     for error in report.get("kit_errors", []):
-        lines.append(f"kit error (please report): {_safe(error)}")
+        lines.append(f"kit error (please report): {one_line(error)}")
     return "\n".join(lines)
 
 
@@ -222,28 +222,6 @@ def _explained(code: str, exercise: str) -> str:
         return ""
     section = lesson_section(code, exercise)
     return wording.explanation + (f" (lesson: {section.title})" if section else "")
-
-
-# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts cursor
-# moves, colours, title changes...), DEL, line and paragraph separators, format characters
-# (bidirectional overrides reorder what is shown) and lone surrogates (which cannot even be
-# printed). Each is shown as its escape, \x1b or \u202e, on one line.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def _safe(text) -> str:
-    """`text` on one line with every character a terminal would act on escaped."""
-    text = str(text).replace("\t", "    ")
-    if text.isascii():
-        return _UNSAFE.sub(lambda m: _escape(m.group()), text)
-    return "".join(_escape(c) if unicodedata.category(c) in _UNSAFE_CATEGORIES else c
-                   for c in text)
 
 
 def _fmt(points: float) -> str:

@@ -29,6 +29,9 @@ MAX_MAGIC_CHARS = 2**18  # cells given to IPython's transformer, per submission 
 # `\s*` here took 9 s on 40,000 empty lines.
 _MAGIC_LINE = re.compile(r"^[ \t]*[%!]|=[ \t]*[%!]|\?[ \t\r]*$", re.MULTILINE)
 _TRANSFORM_PASSES = 4  # each linear; more only after a line that breaks tokenising
+# Half of a UTF-16 surrogate pair: JSON's `\ud83d` escape gives one (a browser saves a broken
+# emoji so), which no UTF-8 file, compiler or page can hold.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class SubmissionError(Exception):
@@ -124,6 +127,38 @@ def _parse_notebook_json(text: str, name: str) -> dict:
     return notebook
 
 
+def replace_lone_surrogates(document) -> int:
+    """Every lone surrogate in the strings (keys too) of a parsed JSON `document` replaced by
+    U+FFFD, in place; how many there were. One pass, without recursion."""
+    replaced = 0
+
+    def fixed(text: str) -> str:
+        nonlocal replaced
+        text, count = _LONE_SURROGATE.subn("\ufffd", text)
+        replaced += count
+        return text
+
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [key for key in node if isinstance(key, str)
+                        and _LONE_SURROGATE.search(key)]:
+                node[fixed(key)] = node.pop(key)
+            items = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            continue
+        for key, value in list(items):
+            if isinstance(value, str):
+                if _LONE_SURROGATE.search(value):
+                    node[key] = fixed(value)
+            elif isinstance(value, (dict, list)):
+                stack.append(value)
+    return replaced
+
+
 def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedCell]:
     """All code cells of a notebook, in order, magics rewritten to plain Python."""
     cells = notebook.get("cells")
@@ -142,6 +177,7 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
             source = "".join(str(line) for line in source)
         if not isinstance(source, str):
             raise SubmissionError(f"{name}: cell {index} has no readable source")
+        source = _LONE_SURROGATE.sub("\ufffd", source)  # as `replace_lone_surrogates`
         grade_id = _grade_id(cell)
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         prefix = (grade_id or "").partition("_")[0]

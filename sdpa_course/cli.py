@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 
 from autograder.check import check_path  # light: it imports the engine once it runs
+from autograder.terminal import one_line
 from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
 
@@ -90,7 +91,17 @@ def _feedback(args: argparse.Namespace) -> int:
     return feedback_class(Path(args.course_dir), force=args.force)
 
 
+def _student_id(typed: str | None) -> str | None:
+    """A student id from the command line as `grade` names that folder: bytes that are not
+    UTF-8 (a folder's name, tab-completed) shown as `\\xNN` (`submissions.escaped_name`)."""
+    return None if typed is None else os.fsencode(typed).decode("utf-8", "backslashreplace")
+
+
 def _check(args: argparse.Namespace) -> int:
+    args.student = _student_id(args.student)
+    if args.student is not None and not args.student.strip():
+        raise KitError("--student needs the student's id (without it, the lesson's numbers are "
+                       "checked)")
     if args.course and not args.student:
         raise KitError("--course needs --student: the id of the student to grade as")
     variant = None
@@ -105,6 +116,8 @@ def _check(args: argparse.Namespace) -> int:
         from sdpa_course.nbgrader_ext.variants import notebook_numbers_key  # deferred: nbgrader
 
         key = notebook_numbers_key(Path(args.path))
+        if not key and not Path(args.path).is_file():
+            return check_path(Path(args.path), as_json=args.json)  # it says what is missing
         if not key:
             raise KitError(f"{args.path} carries no course key (a notebook released by a "
                            "course with a seed does): its numbers are the lesson's, check it "
@@ -117,9 +130,20 @@ def _variant(args: argparse.Namespace) -> int:
     from sdpa_course.course.variants import show_variant  # deferred: start-up time
 
     answer_key = Path(args.answer_key) if args.answer_key else None
-    print(show_variant(Path(args.course_dir), args.student, as_json=args.json,
+    print(show_variant(Path(args.course_dir), _student_id(args.student), as_json=args.json,
                        answer_key=answer_key))
     return 0
+
+
+def _positive(text: str) -> int:
+    """A count of processes: 0 or fewer would quietly mean something else (all cores, one)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return count
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the whole instructor round trip on a throwaway course")
     p.add_argument("--dir", type=Path, default=None,
                    help="where to build the demo course (default: a new temporary folder)")
-    p.add_argument("--workers", type=int, default=None, help="grading processes (default: cores)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="grading processes (default: cores)")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("init", help="create a ready nbgrader course directory")
@@ -150,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("grade", help="grade every submission under submitted/")
     p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
-    p.add_argument("--workers", type=int, default=None, help="grading processes (default: cores)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="grading processes (default: cores)")
     p.add_argument("--force", action="store_true", help="regrade students already recorded")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="grade on the workers of this Dask scheduler (e.g. tcp://host:8786) "
@@ -195,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     defer_iri_grammar()  # before any command imports nbformat: a second saved
     try:
         return args.func(args)
-    except KitError as err:
-        print(f"sdpa-course {args.command}: {err}", file=sys.stderr)
+    except KitError as err:  # may quote a student's id or file name: each line escaped
+        shown = "\n".join(one_line(line) for line in str(err).split("\n"))
+        print(f"sdpa-course {args.command}: {shown}", file=sys.stderr)
         return 2
     except NotImplementedError as err:
         print(f"sdpa-course {args.command}: not implemented yet ({err})", file=sys.stderr)

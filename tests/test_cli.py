@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from sdpa_course.cli import build_parser
 from sdpa_course.demo import notebook_from_source
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
 SDPA_COURSE = BIN / "sdpa-course"
 MISTAKE = "ex3-mask-inverted"  # a corpus case: partial credit on ex3 and one diagnosis
 REPORT_KEYS = {"submission", "score", "max_score", "exercises"}
@@ -48,9 +50,29 @@ def not_json(text: str) -> bool:
     return False
 
 
-def test_every_contract_command_is_a_subcommand():
+def contract_commands() -> list[tuple[str, list[str]]]:
+    """(command, its flags) of each row of section 4 of docs/CONTRACT.md and its additions."""
+    rows = []
+    for document in ("CONTRACT.md", "CONTRACT-ADDITIONS.md"):
+        text = (ROOT / "docs" / document).read_text()
+        section = text.split("\n## 4. The command line", 1)[1].split("\n## ", 1)[0]
+        for line in section.splitlines():
+            if line.startswith("| `sdpa-course "):
+                usage = line.split("|")[1]
+                rows.append((usage.split()[1].strip("`"), re.findall(r"--[a-z][a-z-]*", usage)))
+    return rows
+
+
+def test_every_contract_command_and_flag_is_in_the_command_line():
     commands = build_parser()._subparsers._group_actions[0].choices
-    assert {"demo", "init", "release", "grade", "check", "variant"} <= set(commands)
+    rows = contract_commands()
+    assert {"demo", "init", "release", "grade", "check", "feedback", "variant"} <= {
+        command for command, _ in rows}  # the tables were read
+    for command, flags in rows:
+        assert command in commands, f"`sdpa-course {command}` is in the contract, not the CLI"
+        options = {option for action in commands[command]._actions
+                   for option in action.option_strings}
+        assert set(flags) <= options, (command, sorted(set(flags) - options))
 
 
 def test_the_console_script_is_installed_and_answers_help(tmp_path):
@@ -64,6 +86,9 @@ def test_no_command_and_an_unknown_flag_are_refused(tmp_path):
     assert sdpa_course(cwd=tmp_path).returncode == 2
     refused = sdpa_course("check", "x.py", "--jsn", cwd=tmp_path)
     assert refused.returncode == 2 and "--jsn" in refused.stderr
+    for workers in ("0", "-3", "two"):  # 0 meant every core and -3 one, without a word
+        refused = sdpa_course("grade", "--workers", workers, cwd=tmp_path)
+        assert refused.returncode == 2 and "1 or more" in refused.stderr, refused.stderr
 
 
 # --- check PATH [--json] ------------------------------------------------------------------
@@ -151,6 +176,23 @@ def test_check_as_a_student_of_a_notebook_json_cannot_read_says_it_carries_no_ke
     assert "carries no course key" in done.stderr and "Traceback" not in done.stderr
 
 
+ESCAPES = "\x1b[2J\x1b[H\x1b]0;title\x07\u202e"  # clear, home, window title, bidi override
+
+
+def test_check_shows_escape_codes_of_a_hostile_notebook_and_file_name_never_sends_them(
+        tmp_path):
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "execution_count": None, "outputs": [],
+         "metadata": {"nbgrader": {"grade_id": f"cell{ESCAPES}20 / 20"}}, "source": "x = 1"}]}
+    (tmp_path / "other.ipynb").write_text(json.dumps(notebook))
+    (tmp_path / f"bob{ESCAPES}.ipynb").write_text("{}")
+    for args in (["other.ipynb"], [f"bob{ESCAPES}.ipynb", "--student", "ada"]):
+        done = sdpa_course("check", *args, cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "\\x1b[2J" in done.stderr and "\\u202e" in done.stderr, done.stderr
+        assert not any(char in done.stderr for char in "\x1b\x07\u202e"), done.stderr
+
+
 # --- init DIR [--force], release [--course-dir] ---------------------------------------------
 
 def test_init_creates_a_course_and_refuses_a_non_empty_folder_without_force(tmp_path):
@@ -167,6 +209,11 @@ def test_init_creates_a_course_and_refuses_a_non_empty_folder_without_force(tmp_
     forced = sdpa_course("init", "course", "--force", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert (course / "notes.txt").read_text() == "mine"
+    # a place no folder can be made (under a file: refused to root as well)
+    (tmp_path / "a-file").write_text("")
+    nowhere = sdpa_course("init", "a-file/course", cwd=tmp_path)
+    assert nowhere.returncode == 2 and "Traceback" not in nowhere.stderr
+    assert "cannot create the course at a-file/course" in nowhere.stderr
 
 
 def test_release_in_the_course_and_with_course_dir(tmp_path):
@@ -221,8 +268,12 @@ def test_grade_json_prints_the_class_result_with_absolute_scores(graded_json):
     _, done = graded_json
     assert done.returncode == 1, done.stderr  # cy could not be graded
     out = json.loads(done.stdout)
+    assert set(out) == {"assignment", "students", "isolation", "missing"}  # as documented
     assert out["assignment"] == "sdpa" and set(out["students"]) == {"ada", "ben", "cy"}
+    assert (out["isolation"], out["missing"]) == ("namespaces", [])
     ada, ben, cy = (out["students"][s] for s in ("ada", "ben", "cy"))
+    assert set(ada) == {"status", "score", "max_score", "extra_credit", "exercises", "variant",
+                        "error", "warnings", "check_by_hand", "hand_graded"}
     assert ada["status"] == "graded" and ada["score"] == MAX_SCORE == ada["max_score"]
     assert ada["error"] is None and ada["extra_credit"] == EXTRA_CREDIT
     mistake = bens_mistake(graded_json[0])

@@ -241,7 +241,7 @@ SELF_CHECK_SAYS = {
     ("ex3", "mask-ignored"): ("the mask has no effect",),
     ("ex3", "mask-inverted"): ("your mask works backwards",),
     ("ex3", "mask-after-softmax"): ("mask the scores before the softmax",),
-    ("ex3", "mask-zero-fill"): ("0 is not enough",),
+    ("ex3", "mask-zero-fill"): ("is not enough",),
     ("ex3", "mask-none-broken"): ("When mask is None",),
     ("ex3", "transposed"): ("Q K^T is (n, m)", "did you multiply K by Q"),
     ("ex3", "returns-swapped"): ("return (out, attn)",),

@@ -1,6 +1,7 @@
 """The grading pipeline end to end: reports, tolerances, broken input and `sdpa-course check`."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,13 @@ def test_checks_that_never_read_the_matrix_earn_nothing(checks, seed):
     verdicts = {t["name"]: t["passed"] for t in tests if "_passes_" in t["name"]}
     assert verdicts == {"rows_sum_to_one_passes_attention_and_fails_broken_rows": False,
                         "future_is_zero_passes_causal_attention_and_fails_any_leak": False}
+
+
+def test_the_report_has_the_contracts_keys_and_those_the_readme_lists_beyond_them(
+        answer_key_report):
+    contract = {"submission", "score", "max_score", "exercises", "extra_credit", "variant"}
+    readme = (ROOT / "README.md").read_text()
+    beyond = readme.split("Beyond the contract's keys, the report has", 1)[1].split(". The", 1)[0]
+    listed = set(re.findall(r"(?:^|,|\band)\s+`([a-z_]+)`", beyond))
+    assert {"cells", "missing_modules"} <= listed  # the paragraph was read
+    assert set(answer_key_report) == contract | listed

@@ -326,6 +326,95 @@ def test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_pe
     assert grade_course(small_class, workers=1).graded_now == []
 
 
+def _grade_while_the_student_submits_again(path, **kwargs):
+    """The fake engine, during whose grading the student hands in a notebook that loses
+    points (as `nbgrader collect` or an LMS sync may bring one while a class is graded)."""
+    report = fake_engine.grade_submission(path, **kwargs)
+    autograded = Path(path)  # <course>/autograded/<student>/sdpa/attention.ipynb
+    if "FAKE:ex3" not in autograded.read_text():
+        submit(autograded.parents[3], autograded.parents[1].name,
+               with_code(answer_key(), "# FAKE:ex3=4.5"))
+    return report
+
+
+def test_a_resubmission_that_arrives_while_the_old_notebook_is_graded_is_graded_next_run(
+        small_class):
+    first = pipeline.grade_course(small_class, engine=_grade_while_the_student_submits_again,
+                                  workers=1)
+    assert first.records["ada"]["score"] == 20  # the notebook that was there when read
+    again = grade_course(small_class, workers=1)
+    assert again.graded_now == ["ada"]  # ben's notebook has not changed
+    assert again.records["ada"]["score"] == 3 + 6 + 4.5
+
+
+def test_half_a_surrogate_pair_in_a_notebook_is_graded_and_stops_no_one(small_class):
+    # "\ud83d" in the JSON (a broken emoji, as a browser saves it): writing the autograded
+    # notebook raised UnicodeEncodeError out of the run, before anyone was recorded
+    key = with_cell_source(answer_key(), "ex2_explain", "Scaling keeps exp tame \ud83d")
+    submit(small_class, "cam", text=json.dumps(with_code(key, "# FAKE:ex3=4.5 \udc00")))
+    result = grade_course(small_class, workers=1)
+    assert sorted(result.graded_now) == ["ada", "ben", "cam"]
+    cam = result.records["cam"]
+    assert cam["status"] == "graded" and cam["score"] == 3 + 6 + 4.5
+    assert any("half of a surrogate pair" in note for note in cam["warnings"])
+    page = (small_class / "feedback" / "cam" / "sdpa" / "attention.html").read_text()
+    assert "Scaling keeps exp tame \ufffd" in page
+
+
+def test_a_kit_fault_preparing_one_notebook_fails_that_student_only(small_class, monkeypatch):
+    import sdpa_course.grading.recording as recording
+
+    read = recording.read_submitted_notebook
+
+    def fails_on_ben(submission, *args, **kwargs):
+        if submission.student == "ben":
+            raise ValueError("a notebook the kit did not foresee")
+        return read(submission, *args, **kwargs)
+
+    monkeypatch.setattr(recording, "read_submitted_notebook", fails_on_ben)
+    result = grade_course(small_class, workers=1)
+    assert result.records["ada"]["status"] == "graded"
+    ben = result.records["ben"]
+    assert ben["status"] == "failed" and ben["retry"]
+    assert "ValueError: a notebook the kit did not foresee" in ben["error"]
+    monkeypatch.undo()  # the kit fixed: the next run grades ben
+    assert grade_course(small_class, workers=1).graded_now == ["ben"]
+
+
+def test_notebook_json_that_breaks_nbformats_schema_is_repaired_or_failed_before_grading(
+        small_class):
+    # nbconvert checks the schema while the feedback is rendered, after the gradebook was
+    # written: such a notebook was failed ("recording in nbgrader failed"), grades removed,
+    # on every run
+    def raw(edit):
+        nb = json.loads(nbformat.writes(answer_key()))
+        edit(nb)
+        return json.dumps(nb)
+
+    def bad_metadata(nb):
+        nb["metadata"]["language_info"] = {"name": 5}
+        nb["cells"][3]["metadata"]["jupyter"] = "hidden"
+
+    def same_ids(nb):
+        for cell in nb["cells"][:3]:
+            cell["id"] = "twice"
+
+    def unknown_cell(nb):
+        nb["cells"][3]["cell_type"] = "weird"
+
+    submit(small_class, "cam", text=raw(bad_metadata))
+    submit(small_class, "dot", text=raw(same_ids))
+    submit(small_class, "eli", text=raw(unknown_cell))
+    result = grade_course(small_class, workers=1)
+    cam, dot, eli = (result.records[s] for s in ("cam", "dot", "eli"))
+    assert cam["status"] == dot["status"] == "graded" and cam["score"] == dot["score"] == 20
+    assert any("metadata/language_info" in w and "cells/3/metadata/jupyter" in w
+               for w in cam["warnings"]), cam["warnings"]
+    assert any("2 cell ids used twice" in w for w in dot["warnings"]), dot["warnings"]
+    assert eli["status"] == "failed" and not eli["retry"]
+    assert "cell 4 is not a code, markdown or raw cell" in eli["error"]
+
+
 def test_force_regrade_keeps_hand_given_marks(small_class):
     grade_course(small_class, workers=1)
     with gradebook(small_class) as gb:

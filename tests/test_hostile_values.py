@@ -7,10 +7,21 @@ and turned a whole submission into `failed`.
 
 from __future__ import annotations
 
+import json
+import tracemalloc
+
 import numpy as np
 import pytest
 
-from autograder.compare import Mismatch, as_array, as_number, as_pair, close, numbers
+from autograder.compare import (
+    MAX_ANSWER_VALUES,
+    Mismatch,
+    as_array,
+    as_number,
+    as_pair,
+    close,
+    numbers,
+)
 from autograder.diagnoses import ex1, ex2, ex3, ex4
 from autograder.engine import grade_content
 from autograder.exercises import EXERCISES
@@ -113,6 +124,27 @@ def test_diagnoses_of_a_submission_that_defines_nothing():
         assert diagnose(student) == set()
 
 
+@pytest.mark.parametrize("kind", [HostileStudent, HostilePairStudent])
+def test_an_answer_too_large_to_be_right_is_wrong_and_never_copied(kind):
+    # Past MAX_ANSWER_VALUES in a narrow dtype: the worker may reply with 64 MiB of uint8,
+    # which each check and probe read as float64 (8 times larger) and kept: 180 copies here,
+    # and a `check` of one such notebook grew to 5.8 GB.
+    value = np.ones((MAX_ANSWER_VALUES // 1000 + 100, 1000), dtype=np.uint8)
+    student = kind(value)
+    run_tests(student)  # the suites' own inputs and references, made once
+    tracemalloc.start()
+    try:
+        results = run_tests(student)
+        for diagnose in (ex1.diagnose, ex2.diagnose, ex3.diagnose, ex4.diagnose):
+            diagnose(student)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * value.nbytes, f"{peak / value.nbytes:.1f} times the answer's size"
+    wrong = [r for r in results if r.message and "far more than any answer here" in r.message]
+    assert wrong and not [r for r in results if r.kit_error]
+
+
 def test_a_number_too_large_for_a_float_is_graded_wrong_not_failed():
     from autograder.corpus import case
 
@@ -124,6 +156,16 @@ def test_a_number_too_large_for_a_float_is_graded_wrong_not_failed():
     failed = [t["message"] for ex in report["exercises"].values() for t in ex["tests"]
               if not t["passed"]]
     assert any("too large for a float" in message for message in failed), failed
+
+
+def test_half_a_surrogate_pair_in_an_error_message_leaves_a_report_utf8_can_hold():
+    from autograder.corpus import case
+
+    source = case("lesson-style").source + "\nraise ValueError('bad ' + chr(0xd83d))\n"
+    report = grade_content(source, name="s.py")
+    assert report["score"] == 20 and "kit_errors" not in report
+    json.dumps(report, ensure_ascii=False).encode("utf-8")  # what the autograded notebook needs
+    assert any("bad \ufffd" in cell["error"] for cell in report["cells"])
 
 
 # -- text a student controls, on a terminal ----------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 import nbformat
+import numpy as np
 import pytest
 from grade_course_factory import released_course
 from nbclient import NotebookClient
@@ -191,6 +192,35 @@ def test_lesson_numbers_are_taught(source_nb):
     for fact in ("0.9997", "0.731", "0.881", "variance", "O(T^2 d)", "O(T^2)", "FlashAttention",
                  "Self-attention", "Causal masking"):
         assert fact in text
+
+
+def test_the_lesson_says_what_its_numbers_and_conventions_really_are(source_nb):
+    """What a lecturer's reading found misleading (issue 15), said right, the numbers computed."""
+    text = " ".join(" ".join(c.source for c in source_nb.cells if c.cell_type == "markdown")
+                    .replace("# ", " ").split())
+    # saturation starves every score, not only the losing key's: d w1 / d s1 = w1 w2
+    assert "stop learning" not in text and "starves the winner and the query" in text
+    # the model answer's two gradients: at the scaled score, and at the raw one (a further 1/8)
+    def slope(gap):  # w (1 - w) of the smaller key's weight, softmax(gap, 0)
+        smaller = 1 / (1 + np.exp(gap))
+        return smaller * (1 - smaller)
+
+    scaled, unscaled = slope(1.0), slope(8.0)  # 0.197 and 0.000335
+    explain = cell_by_id(source_nb, "ex2_explain").source
+    for said in (f"{unscaled:.6f}", f"{scaled:.3f}", f"{scaled / 8:.4f}",
+                 f"{scaled / unscaled:.0f} times", f"{scaled / 8 / unscaled:.0f} times"):
+        assert said in explain, said
+    assert "Scaling prevents overflow\" earns nothing" in explain.replace("**", "\"")
+    assert explain.count("**2 points**") == 2 and "**1 point**" in explain
+    # the variance argument's assumption, other libraries' masks, rows with every key masked
+    assert "**initialisation**" in text
+    assert "True` = *may attend*" in text and "Annotated Transformer" in text
+    assert "sdpa_ref.to_torch_mask" in text
+    assert "gives NaN" in text and "zero weights" in text and "uniformly" in text
+    # the projection example builds W_v with d_v, as its shape comment says
+    heatmap = cell_by_id(source_nb, "ex3_heatmap").source
+    assert "W_v = rng.normal(size=(d_model, d_v))" in heatmap
+    assert "T, d_model, d_k, d_v = 8, 16, 8, 4" in heatmap
 
 
 @pytest.mark.slow

@@ -187,3 +187,14 @@ def test_a_frames_json_that_is_not_an_object_of_json_is_malformed(raw):
 def test_a_header_of_the_wrong_size_is_malformed(raw):
     with pytest.raises(codec.MalformedMessage):
         codec.parse_header(raw, 1 << 20)
+
+
+def test_half_a_surrogate_pair_in_a_frame_is_read_as_a_replacement_character():
+    # chr(0xd83d) in a student's error message crosses as JSON's "\ud83d"; the report that
+    # holds it is written as UTF-8, which cannot hold it (the submission was failed, every run)
+    raw = json.dumps({"error": {"message": "bad \ud83d", "type": "ValueError"},
+                      "\udc00": ["ok \U0001f600", "\\ud83d"]}).encode()
+    message = codec.parse_json(raw)
+    assert message == {"error": {"message": "bad \ufffd", "type": "ValueError"},
+                       "\ufffd": ["ok \U0001f600", "\\ud83d"]}
+    json.dumps(message, ensure_ascii=False).encode("utf-8")

@@ -44,9 +44,10 @@ def cache(monkeypatch, tmp_path):
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (ProcessLookupError, FileNotFoundError):  # reaped between the two looks too
         return False
-    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    return state != "Z"
 
 
 def _wait_gone(pid: int, seconds: float = 30.0) -> bool:
@@ -90,6 +91,18 @@ def test_a_package_installed_or_another_configuration_names_another_zygote(monke
     assert warm.zygote_key(config, {"PATH": "/bin"}, b"code") != changed
 
 
+def test_the_runtime_folder_is_used_only_where_it_is_this_users_own(cache, monkeypatch,
+                                                                    tmp_path):
+    runtime = tmp_path / "run-user"
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert warm.socket_directory() == cache / "sdpa-course" / "warm"  # missing: not made
+    assert not runtime.exists()
+    runtime.mkdir(mode=0o755)
+    assert warm.socket_directory() == cache / "sdpa-course" / "warm"  # others may enter
+    runtime.chmod(0o700)
+    assert warm.socket_directory() == runtime / "sdpa-course"
+
+
 def test_no_socket_is_kept_in_a_folder_others_may_enter_or_that_is_a_link(cache, tmp_path):
     folder = cache / "sdpa-course" / "warm"
     assert warm.socket_directory() == folder and folder.stat().st_mode & 0o777 == 0o700
@@ -127,6 +140,28 @@ def test_a_second_pool_forks_fresh_workers_from_the_first_pools_zygote(cache):
     assert _wait_gone(zygote)
     with SandboxPool(keep_warm=60) as third:  # the socket is gone: a new zygote
         assert not third.warm and third.zygote_pid != zygote
+
+
+REUSED_WITHOUT_BYTECODE = textwrap.dedent("""
+    from autograder.sandbox import SandboxPool, warm
+    with SandboxPool(keep_warm=60) as first:
+        pass
+    with SandboxPool(keep_warm=60) as second:
+        print(second.warm, second.warm_socket == first.warm_socket)
+    warm.stop(second.warm_socket)
+""")
+
+
+def test_the_next_pool_finds_the_warm_zygote_when_its_code_is_compiled_anew(cache, tmp_path):
+    """No bytecode cache to read (a fresh clone, PYTHONDONTWRITEBYTECODE): the sandbox's
+    modules are compiled for each pool, and marshal writes the same code differently from one
+    compilation to the next, so the zygote is named by its sources."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPYCACHEPREFIX": str(tmp_path / "no-bytecode")}
+    done = subprocess.run([sys.executable, "-c", REUSED_WITHOUT_BYTECODE], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
 
 
 def test_a_warm_zygote_ends_once_idle_and_the_next_pool_starts_anew(cache):

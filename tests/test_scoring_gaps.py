@@ -281,10 +281,19 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
 """
 
 
-def test_an_uncatalogued_slip_is_told_to_fix_the_values_not_accused():
+def test_an_uncatalogued_causal_slip_keeps_the_memory_point_and_a_hidden_one_is_told_to_fix():
+    """The diagonal tile skipped (attack3 #3): the causal value test shows it and charges it,
+    the memory point stays (fair5). Wrong only at the memory test's size, the causal call is
+    told to fix its values, not accused."""
     memory = test_ex4.test_blockwise_memory_stays_far_below_one_score_matrix
+    tiles = Student(BLOCKWISE_TILE_SKIPS_DIAGONAL)
+    with pytest.raises(Mismatch):
+        test_ex4.test_blockwise_matches_attention_with_causal_mask(tiles)
+    memory(tiles)
+    large_only = BLOCKWISE_TILE_SKIPS_DIAGONAL.replace("if causal and ks >= qs and qs > 0:",
+                                                      "if causal and ks >= qs > 0 and n > 1024:")
     with pytest.raises(Mismatch) as caught:
-        memory(Student(BLOCKWISE_TILE_SKIPS_DIAGONAL))
+        memory(Student(large_only))
     hint = caught.value.hint
     assert "must compute attention itself" not in hint
     assert "wrong only by a mistake the value tests catch" in hint

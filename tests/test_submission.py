@@ -10,6 +10,7 @@ from autograder.submission import (
     python_cells,
     read_content,
     read_submission,
+    replace_lone_surrogates,
     transform_magics,
 )
 
@@ -204,3 +205,16 @@ def test_a_submission_larger_than_the_cap_is_refused(monkeypatch, tmp_path):
 def test_a_py_file_nested_too_deeply_to_parse_is_one_cell():
     cells = python_cells("x = " + "(" * 100_000 + ")" * 100_000 + "\n")
     assert [cell.label for cell in cells] == ["the file"]
+
+
+def test_half_a_surrogate_pair_is_read_as_a_replacement_character_everywhere():
+    # JSON's "\ud83d" escape (a browser saves a broken emoji so) gives a str that no UTF-8
+    # file, compiler or page can hold; `sdpa-course grade` once stopped the whole run on it.
+    text = json.dumps(make_notebook("# half an emoji \ud83d\nx = '\udc00'"))
+    assert "\\ud83d" in text
+    sources = [cell.source for cell in read_content(text, name="a.ipynb")]
+    assert "# half an emoji \ufffd\nx = '\ufffd'" in sources
+    document = {"a\ud800": ["\udfff", {"k": "ok \U0001f600 \ud83d"}], "n": 1}
+    assert replace_lone_surrogates(document) == 3
+    assert document == {"a\ufffd": ["\ufffd", {"k": "ok \U0001f600 \ufffd"}], "n": 1}
+    json.dumps(document, ensure_ascii=False).encode("utf-8")  # now writable

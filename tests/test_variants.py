@@ -586,6 +586,20 @@ def test_a_student_who_submits_a_classmates_numbers_loses_those_points():
     assert kept_for_nothing <= 0.75 * len(MANY)
 
 
+def test_the_lessons_own_numbers_answered_right_are_another_variant_not_a_misconception():
+    """Worked before the id was typed (the notebook shows the lesson's numbers until then),
+    the answers are right for the lesson: they lose their points, as `other-variant`, never
+    diagnosed as a scaling or gradient mistake the student did not make. The graded notebook
+    shows the student's own numbers (it runs with the folder's id), so only the answers tell."""
+    lesson = next(c for c in cases(DEFAULT) if c.name == "lesson-style")
+    for student in MANY:
+        got = _grade_ex12(lesson, variant_for(SEED, "sdpa", student))
+        for ex, points in (("ex1", 3), ("ex2", 6)):
+            score, codes, _ = got[ex]
+            assert codes == (["other-variant"] if score < points else []), (student, ex, codes)
+        assert got["ex2"][0] < 6  # the scaled gap is never the lesson's 1: p_scaled differs
+
+
 def test_each_catalogued_slip_of_exercise_1_stays_apart_from_the_right_answers():
     for student in CLASS:
         variant = variant_for(SEED, "sdpa", student)

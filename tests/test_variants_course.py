@@ -223,6 +223,20 @@ def test_variant_command_prints_a_students_numbers_and_answers(graded, capsys):
     assert f"variant {ben.label}" in text and "p_unscaled" in text and "ex1_weights" in text
 
 
+def test_variant_command_shows_escape_codes_in_an_id_and_never_sends_them(graded, capsys):
+    course, _ = graded
+    student = "eve\x1b[2J\x1b]0;title\x07\u202e"  # pasted from a folder's name
+    assert main(["variant", student, "--course-dir", str(course)]) == 0
+    text = capsys.readouterr().out
+    assert "Student eve\\x1b[2J\\x1b]0;title\\x07\\u202e of course" in text
+    assert not any(char in text for char in "\x1b\x07\u202e")
+    # a folder's name that is not UTF-8, as the shell passes it: named as grade names it
+    assert main(["variant", "bad\udcffname", "--course-dir", str(course), "--json"]) == 0
+    sheet = json.loads(capsys.readouterr().out)
+    assert sheet["student"] == "bad\\xffname"
+    assert sheet["variant"] == variant_of(course, "bad\\xffname").label
+
+
 def test_a_students_answer_key_earns_every_point_checked_as_them(graded, tmp_path):
     course, _ = graded
     key = tmp_path / "ben.ipynb"
@@ -308,3 +322,44 @@ def test_a_student_checks_their_own_numbers_with_the_notebooks_key(graded, tmp_p
     assert main(["check", str(REPO / "solutions" / "sdpa" / "attention.ipynb"),
                  "--student", "ben"]) == 2
     assert "carries no course key" in capsys.readouterr().err
+
+
+def test_a_students_notebook_checked_without_an_id_says_how_to_check_their_own_numbers(
+        graded, tmp_path, capsys):
+    """Without --student the lesson's numbers are graded, so a notebook showing a student's
+    own loses exercises 1 and 2: the report must say that it was no id, and how to name one."""
+    course, _ = graded
+    mine = tmp_path / "attention.ipynb"
+    nbformat.write(answer_key_for(Course.open(course), "ben"), str(mine))
+    assert main(["check", str(mine), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["variant"]["label"] == "default"
+    assert report["exercises"]["ex1"]["diagnoses"] == ["other-variant"]
+    assert any(f"`sdpa-course check {mine} --student YOUR_ID`" in warning
+               for warning in report["warnings"]), report["warnings"]
+    # named, nothing to add; the lesson's own numbers shown, nothing to add either
+    assert main(["check", str(mine), "--student", "ben", "--json"]) == 0
+    assert not any("--student" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    assert main(["check", str(REPO / "solutions" / "sdpa" / "attention.ipynb"), "--json"]) == 0
+    assert not any("--student" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_variant_and_check_as_a_student_refuse_what_they_cannot_do_and_say_why(tmp_path,
+                                                                                capsys):
+    course = init_course(tmp_path / "course")
+    # an empty id would be the lesson's numbers, printed as if they were a student's
+    assert main(["variant", " ", "--course-dir", str(course)]) == 2
+    assert "a student id is needed" in capsys.readouterr().err
+    # a folder given as the answer key's file: said, not a traceback
+    assert main(["variant", "ann", "--course-dir", str(course), "--answer-key",
+                 str(tmp_path)]) == 2
+    assert f"cannot write the answer key to {tmp_path}" in capsys.readouterr().err
+    # a missing file is missing, not a notebook without a course key
+    missing = tmp_path / "attention.ipynb"
+    assert main(["check", str(missing), "--student", "ann"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "course key" not in err
+    # an empty --student is no student: said, never graded as the lesson's numbers
+    for blank in ("", " "):
+        assert main(["check", str(missing), "--student", blank, "--course", str(course)]) == 2
+        assert "--student needs the student's id" in capsys.readouterr().err

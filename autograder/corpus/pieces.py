@@ -155,6 +155,15 @@ def softmax(z):
     return e / e.sum(axis=1, keepdims=True)
 """
 
+# fair5: the row sums without keepdims, (n,) broadcast along the rows: right for a 1-D z,
+# a crash for a matrix unless it is square, and then column j divided by row j's sum.
+SOFTMAX_NO_KEEPDIMS = """
+def softmax(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1)
+"""
+
 SOFTMAX_NOT_NORMALIZED = """
 def softmax(z):
     return np.exp(z - z.max(axis=-1, keepdims=True))
@@ -536,7 +545,16 @@ BLOCKWISE_NOT_DIVIDED = blockwise_with(normalise="never")  # acc returned as it 
 BLOCKWISE_CAUSAL_OFF_BY_ONE = blockwise_with(mask="np.where(np.arange(start, stop)[None, :] "
                                                   ">= np.arange(n)[:, None], -np.inf, scores)")
 BLOCKWISE_CAUSAL_IGNORED = blockwise_with(mask="scores")
+# fair5: the last, shorter block never visited (range stops at m - block + 1)
+BLOCKWISE_DROPS_LAST_BLOCK = BLOCKWISE_KEYS.replace(
+    "    for start in range(0, m, block):\n        stop = min(start + block, m)",
+    "    for start in range(0, m - block + 1, block):   # a shorter last block is skipped\n"
+    "        stop = start + block")
 BLOCKWISE_UNSTABLE = blockwise_with(stable=False)
+BLOCKWISE_SCALE_D_V = BLOCKWISE_KEYS.replace("/ np.sqrt(Q.shape[1])", "/ np.sqrt(V.shape[1])")
+# fair5: a causal slip outside the catalogue: the mask applied in the first block of keys only
+BLOCKWISE_CAUSAL_FIRST_BLOCK_ONLY = BLOCKWISE_KEYS.replace("        if causal:\n",
+                                                           "        if causal and start == 0:\n")
 BLOCKWISE_FULL_MATRIX = """
 def attention_blockwise(Q, K, V, causal=False, block=64):
     scores = Q @ K.T / np.sqrt(Q.shape[1])       # the whole (n, m) matrix: what blocks avoid
@@ -628,6 +646,7 @@ def attention_with(*, scores="Q @ K.T / np.sqrt(Q.shape[-1])", masking="np.where
         "inverted": "scores = np.where(mask, scores, -1e9)",
         "after softmax": None,
         "fill 0": "scores = np.where(mask, 0.0, scores)",
+        "fill -1": "scores = np.where(mask, -1.0, scores)",
         "unguarded": None,
     }[masking]
     shift = f" - scores.max(axis={softmax_axis}, keepdims=True)" if stable else ""
@@ -678,6 +697,21 @@ ATTENTION_NO_SCALING_ZERO_FILL = attention_with(scores="Q @ K.T", masking="fill 
 
 ATTENTION_ATTN_TRANSPOSED = attention_with(result="out, attn.T")
 ATTENTION_TRANSPOSED_QT = attention_with(scores="Q.T @ K / np.sqrt(Q.shape[-1])")
+# fair5: single slips that no named option of the models gave before
+ATTENTION_NOT_TRANSPOSED = attention_with(scores="Q @ K / np.sqrt(Q.shape[-1])")  # needs d_k = m
+ATTENTION_MASK_FILL_MINUS_ONE = attention_with(masking="fill -1")
+ATTENTION_SCALE_LOG_D_K = attention_with(scores="Q @ K.T / np.log(Q.shape[-1])")
+ATTENTION_OUT_FROM_K = attention_with(result="attn @ K, attn")  # K for V in the last step
+ATTENTION_IF_MASK = attention_with().replace("if mask is not None:", "if mask:")  # raises
+ATTENTION_MASK_REQUIRED = attention_with().replace("mask=None):", "mask):")  # no default
+ATTENTION_CALLS_SOFTMAX = """
+def attention(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)
+    attn = softmax(scores)                         # the student's own softmax of ex2
+    return attn @ V, attn
+"""
 ATTENTION_FLOAT32_NO_SCALING = ATTENTION_FLOAT32.replace(
     " / np.float32(np.sqrt(Q.shape[-1]))", "")
 

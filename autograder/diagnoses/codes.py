@@ -132,11 +132,11 @@ WORDING: dict[str, Wording] = {
         "scaling"),
     "other-variant": Wording(
         "ex1, ex2",
-        "the answers are right for the numbers the notebook shows, which are another "
-        "student's (another variant), not for the student's own",
-        "Your answers are right, but for the numbers your notebook shows, which are another "
-        "student's: check the student id in the cell Your numbers near the top, run it again "
-        "and work with your own numbers.",
+        "the answers are right for other numbers than the student's own: those the notebook "
+        "shows (another student's, another variant) or the lesson's own",
+        "Your answers are right, but for numbers that are not yours (another student's that "
+        "your notebook showed, or the lesson's own): check the student id in the cell Your "
+        "numbers near the top, run it again and work with your own numbers.",
         "numbers"),
     "mask-ignored": Wording(
         "ex3, ex4", "the mask has no effect",
@@ -154,9 +154,11 @@ WORDING: dict[str, Wording] = {
         "Mask the scores before the softmax instead.",
         "masking"),
     "mask-zero-fill": Wording(
-        "ex3", "masked scores set to 0 instead of a large negative number",
-        "The masked scores are set to 0, which still gives the masked positions weight "
-        "(exp(0) = 1). Use -inf or a large negative number such as -1e9.",
+        "ex3", "masked scores set to 0 (or another small number, such as -1) instead of a "
+        "large negative number",
+        "The masked scores are set to 0 (or another number too small to hide them, such as "
+        "-1), which still gives the masked positions weight (exp(0) = 1). Use -inf or a large "
+        "negative number such as -1e9.",
         "masking"),
     "mask-none-broken": Wording(
         "ex3", "wrong or crashing when `mask=None`",

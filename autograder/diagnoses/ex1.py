@@ -4,8 +4,9 @@ Each catalogued slip is a model of what the three answers become for the student
 (`student.variant.ex1`): the scores scaled by the wrong factor (or not at all), or weights
 never normalised. The student's pairs of numbers are compared, to three decimals, with each:
 the scores and the weights first, the output only when they show nothing.
-Answers that are right for the numbers the notebook shows, when those are another variant's
-(a mistyped student id, a classmate's notebook), are `other-variant`, not a misconception.
+Answers that are right for other numbers than the student's own, those the notebook shows
+(a mistyped student id, a classmate's notebook) or the lesson's (worked before the id was
+typed), are `other-variant`, not a misconception.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sdpa_ref
 from autograder.compare import HAND, Mismatch, as_pair
 from autograder.diagnoses.probe import Prober
 from autograder.variants.shown import read_shown
+from autograder.variants.variant import DEFAULT
 
 # Answers within this of what another variant's numbers give are that variant's: three
 # decimals of hand rounding at each of three steps, well inside the slips' 0.047.
@@ -59,14 +61,15 @@ def slip_models(numbers) -> list[tuple[str, dict[str, np.ndarray]]]:
 
 
 def answers_for_other_variant(student, answers) -> bool:
-    """Every answer is right for the numbers the notebook shows, and those are not the
-    numbers of the variant graded."""
-    shown = read_shown(student).ex1
-    if shown is None or shown == student.variant.ex1:
-        return False
-    expected = shown.expected()
-    return all(pair is not None and bool(np.all(np.abs(pair - expected[name]) <= OTHER_VARIANT))
-               for name, pair in answers.items())
+    """Every answer is right for other numbers than the variant graded: those the notebook
+    shows, or the lesson's own (worked before the id was typed: the graded notebook shows
+    the student's own numbers by then)."""
+    own = student.variant.ex1
+    others = {read_shown(student).ex1, DEFAULT.ex1} - {None, own}
+    return any(all(pair is not None
+                   and bool(np.all(np.abs(pair - expected[name]) <= OTHER_VARIANT))
+                   for name, pair in answers.items())
+               for expected in (numbers.expected() for numbers in others))
 
 
 def diagnose(student) -> set[str]:

@@ -25,6 +25,7 @@ from autograder.compare import (
 )
 from autograder.diagnoses.probe import Prober
 from autograder.variants.shown import read_shown
+from autograder.variants.variant import DEFAULT
 
 # A derivative within this fraction of the right one, with the right sign, is an imprecise
 # estimate (a finite difference with a large step, p rounded before p (1 - p)), not a wrong
@@ -69,15 +70,13 @@ def diagnose(student) -> set[str]:
 
 
 def _for_other_variant(student, answers) -> bool:
-    """Every number is right (to three significant figures, give or take one unit) for the
-    numbers the notebook shows, and those are not the numbers of the variant graded."""
-    shown = read_shown(student).ex2
-    if shown is None or shown == student.variant.ex2:
-        return False
-    expected = shown.expected()
-    return all(value is not None
-               and abs(value - expected[name]) <= 2 * significant_figures(expected[name])
-               for name, value in answers.items())
+    """Every number is right (to three significant figures, give or take one unit) for other
+    numbers than the variant graded: those the notebook shows, or the lesson's own."""
+    others = {read_shown(student).ex2, DEFAULT.ex2} - {None, student.variant.ex2}
+    return any(all(value is not None
+                   and abs(value - expected[name]) <= 2 * significant_figures(expected[name])
+                   for name, value in answers.items())
+               for expected in (numbers.expected() for numbers in others))
 
 
 def _own_weight(prober, scores) -> float | None:

@@ -18,7 +18,7 @@ import numpy as np
 import sdpa_ref
 from autograder.compare import FLOAT_RESULTS, numbers
 from autograder.diagnoses import checks
-from autograder.diagnoses.misconceptions import all_models
+from autograder.diagnoses.misconceptions import all_models, fitted
 from autograder.diagnoses.probe import Prober
 
 
@@ -65,6 +65,19 @@ def _laid_out(pair, layout):
             "attn transposed": (first, second.T), "out transposed": (first.T, second)}[layout]
 
 
+def _agrees_fitted(answer, model, Q, K, V, mask) -> bool:
+    """`answer` (out, attn) is what `model` computes with the numbers its own attn implies
+    (`misconceptions.fitted`): a mask filled with 0, -1 or -10, a scale by 1/log(d_k) or
+    1/2 alike. Not cached: the numbers are the student's."""
+    if answer is None:
+        return False
+    model = fitted(model, answer[1], Q, K, V, mask)
+    if model is None:
+        return False
+    with np.errstate(all="ignore"):
+        return _agrees(answer, model(Q, K, V, mask))
+
+
 def _agrees(student, model_result) -> bool:
     """The student's (out, attn) matches a model's, ignoring rows the model fully hid."""
     if model_result is None or student is None:
@@ -95,6 +108,15 @@ class _Probe:
 
     def expected(self, model):
         return _model_answer(model, self.Q, self.K, self.V, self.mask)
+
+    def fits(self, model, layout) -> bool:
+        """The answer, read in `layout`, is what `model` computes here (with the fill
+        constant, for a model that has one, read off the answer itself)."""
+        answer = self.answer(layout)
+        if model.scale == "other factor":  # no answer of its own until fitted to this one
+            return _agrees_fitted(answer, model, self.Q, self.K, self.V, self.mask)
+        return _agrees(answer, self.expected(model)) or _agrees_fitted(
+            answer, model, self.Q, self.K, self.V, self.mask)
 
     @property
     def shapes_ok(self) -> bool:
@@ -131,7 +153,7 @@ def _best_models(probes):
         deviations = model.deviations + (layout != "as asked")
         if depth is not None and deviations > depth:
             break
-        if all(_agrees(p.answer(layout), p.expected(model)) for p in probes):
+        if all(p.fits(model, layout) for p in probes):
             found.append((model, layout))
             depth = deviations
     return found
@@ -216,7 +238,7 @@ def _mask_none_broken(masked, unmasked, found) -> bool:
     """Masks work the student's way, but no mask, or mask=None, goes wrong or crashes."""
     if found:
         return not all(
-            any(_agrees(p.answer(layout), p.expected(model)) for model, layout in found)
+            any(p.fits(model, layout) for model, layout in found)
             for p in unmasked
         )
     # Unexplained masks: only a crash without a mask where the same inputs with one ran.
@@ -288,6 +310,8 @@ def catalogued(pair, Q, K, V, mask=None) -> bool:
     for model in all_models():
         with np.errstate(all="ignore"):
             expected = model(Q, K, V, mask)
+        if any(_agrees_fitted(answer, model, Q, K, V, mask) for answer in layouts):
+            return True
         if expected is None or np.all(np.isnan(expected[1])):
             continue
         if any(_agrees(answer, expected) for answer in layouts):
@@ -295,19 +319,21 @@ def catalogued(pair, Q, K, V, mask=None) -> bool:
     return False
 
 
-def catalogued_weights(pair, Q, K, V, mask=None) -> bool:
+def catalogued_weights(pair, Q, K, V, mask=None, *, any_out_shape=False) -> bool:
     """Weaker than `catalogued`, for answers whose out is not their attn @ V: one array of
     `pair` holds, either way round, the weights that attention or one of `misconceptions`'
     models computes on these inputs, and the other is finite with out's shape (n, d_v),
     either way round. A slip in the last step alone (out scaled again, out computed from
     other weights than the attn returned) is a value mistake, which the value tests charge;
-    weights that ignore the inputs are still nothing here."""
+    weights that ignore the inputs are still nothing here. With `any_out_shape`, out may have
+    any shape (a test of the weights alone: out computed from K instead of V, say)."""
     pair = _pair(pair)
     if pair is None:
         return False
     (n, m), d_v = (Q.shape[0], K.shape[0]), V.shape[1]
     for weights, values in (pair, pair[::-1]):
-        if values.shape not in ((n, d_v), (d_v, n)) or not np.all(np.isfinite(values)):
+        if (not any_out_shape and values.shape not in ((n, d_v), (d_v, n))) or not np.all(
+                np.isfinite(values)):
             continue
         for attn in (weights, weights.T):
             if attn.shape == (n, m) and np.all(np.isfinite(attn)) and _modelled(attn, Q, K, V,
@@ -319,6 +345,11 @@ def catalogued_weights(pair, Q, K, V, mask=None) -> bool:
 def _modelled(attn, Q, K, V, mask) -> bool:
     """`attn` is what some model computes as weights, on the rows the model defines."""
     for model in all_models():
+        with np.errstate(all="ignore"):
+            refitted = fitted(model, attn, Q, K, V, mask)
+            refit = None if refitted is None else refitted(Q, K, V, mask)
+        if refit is not None and FLOAT_RESULTS.ratio(attn, refit[1]) <= 1:
+            return True
         with np.errstate(all="ignore"):
             expected = model(Q, K, V, mask)
         if expected is None:

@@ -42,7 +42,10 @@ NORMALISERS = {"at the end": "", "inside the loop": "blockwise-per-block-normali
                "sum of blocks": "blockwise-per-block-normaliser",
                "mean of blocks": "blockwise-per-block-normaliser",
                "never": "not-normalized"}  # acc returned, never divided by the total
-SCALES = {"sqrt(d_k)": "", "none": "no-scaling", "d_k": "wrong-scale"}
+# The scales exercise 3's models name too, those that one block of queries can tell (not
+# sqrt(n): the memory test models a few rows of queries only).
+SCALES = {"sqrt(d_k)": "", "none": "no-scaling", "d_k": "wrong-scale",
+          "sqrt(d_v)": "wrong-scale", "times sqrt(d_k)": "wrong-scale", "sqrt(m)": "wrong-scale"}
 
 
 def blockwise_model(Q, K, V, block, *, rescale="both", normaliser="at the end",
@@ -50,7 +53,9 @@ def blockwise_model(Q, K, V, block, *, rescale="both", normaliser="at the end",
     """out of a blockwise attention with the named steps (right by default); `mask` (n, m),
     True = masked out, hides keys (a row masked whole gives NaN, as the loop would)."""
     (n, d_k), (m, d_v) = Q.shape, V.shape
-    factor = {"sqrt(d_k)": 1 / math.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k}[scale]
+    factor = {"sqrt(d_k)": 1 / math.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k,
+              "sqrt(d_v)": 1 / math.sqrt(d_v), "times sqrt(d_k)": math.sqrt(d_k),
+              "sqrt(m)": 1 / math.sqrt(m)}[scale]
     running_max = np.full(n, -np.inf)  # (n,)
     total = np.zeros(n)  # (n,) running sum of the weights
     acc = np.zeros((n, d_v))  # (n, d_v) running weights @ V

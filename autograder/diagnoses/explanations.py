@@ -43,9 +43,9 @@ EX4_MEMORY = frozenset({"blockwise_memory_stays_far_below_one_score_matrix"})
 EX3_ROWS_CHECK = frozenset({"rows_sum_to_one_passes_attention_and_fails_broken_rows"})
 EX3_FUTURE_CHECK = frozenset({"future_is_zero_passes_causal_attention_and_fails_any_leak"})
 
-_OTHER_VARIANT = ("these are the answers for the numbers your notebook shows, which are not "
-                  "yours: check the student id in the cell Your numbers, then work with your "
-                  "own numbers")
+_OTHER_VARIANT = ("these are the answers for numbers that are not yours (another student's, or "
+                  "the lesson's own): check the student id in the cell Your numbers, then work "
+                  "with your own numbers")
 
 # (exercise, code) -> (the tests it explains, what to say; "" when the test's own message
 # already names the problem, as for a wrong shape).
@@ -91,7 +91,8 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("ex3", "softmax-axis"): (EX3_VALUES, "the softmax runs over the queries: normalise each "
                                           "row, over the keys (axis=-1)"),
     ("ex3", "not-normalized"): (EX3_VALUES, "each query's weights must sum to 1 over the "
-                                            "keys: divide by each row's sum"),
+                                            "keys: divide by each row's sum, kept as a "
+                                            "column (keepdims=True)"),
     ("ex3", "unstable-softmax"): (EX3_STABLE, "exp overflows above about 709: subtract each "
                                               "row's maximum score before exponentiating"),
     ("ex3", "mask-ignored"): (EX3_MASKED, "the mask has no effect: set the scores where it is "
@@ -102,12 +103,14 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("ex3", "mask-after-softmax"): (EX3_MASKED, "the masked weights are zeroed after the "
                                                 "softmax, so the rows no longer sum to 1: mask "
                                                 "the scores before the softmax"),
-    ("ex3", "mask-zero-fill"): (EX3_MASKED, "masked scores set to 0 still give those keys "
+    ("ex3", "mask-zero-fill"): (EX3_MASKED, "masked scores set to 0 (or another small "
+                                            "number, such as -1) still give those keys "
                                             "weight: set them to -inf or a large negative "
                                             "number such as -1e9"),
     ("ex3", "mask-none-broken"): (EX3_UNMASKED | EX3_STABLE,
-                                  "attention goes wrong without a mask: when mask is None, "
-                                  "skip the masking step"),
+                                  "attention goes wrong without a mask: give mask the "
+                                  "default None (mask=None) and, when mask is None, skip the "
+                                  "masking step"),
     ("ex3", "transposed"): (EX3_VALUES | EX3_STABLE,
                             "the scores are multiplied the wrong way round: Q K^T is (n, m), "
                             "one row per query and one column per key"),

@@ -32,6 +32,8 @@ MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
 MAX_INT_BITS = 10_000  # about 3000 digits, below Python's int-to-text limit
 MAX_ARRAY_BYTES = 2**62  # what numpy can describe at all, counting a zero dimension as 1
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # may be half of a pair
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _DTYPE_RE = re.compile(r"[<>|=][biufc][0-9]{1,2}")  # fullmatch: no trailing newline
 _NUMPY_SCALAR_TYPES = frozenset(
     t for t in set(np.sctypeDict.values()) if np.dtype(t).kind in "biufc"
@@ -240,9 +242,15 @@ def parse_header(raw: bytes, max_bytes: int) -> tuple[int, int]:
 
 
 def parse_json(raw: bytes) -> dict:
-    """Parse a frame's JSON part, which must be an object."""
+    """Parse a frame's JSON part, which must be an object. Half a surrogate pair (JSON's
+    `\\ud83d` escape, which `chr(0xd83d)` in a student's error message gives) is read as
+    U+FFFD: no UTF-8 file or page can hold it, and the report is written to both."""
     try:
-        message = json.loads(raw.decode())
+        text = raw.decode()
+        if _SURROGATE_ESCAPE.search(text):  # rare: only then read it twice
+            text = _LONE_SURROGATE.sub("\ufffd", json.dumps(json.loads(text),
+                                                             ensure_ascii=False))
+        message = json.loads(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise MalformedMessage(f"bad JSON: {exc}") from None
     if type(message) is not dict:

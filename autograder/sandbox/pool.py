@@ -94,6 +94,16 @@ def _zygote_payload(config: dict) -> bytes:
     return marshal.dumps((list(SANDBOX_MODULES), codes, config))
 
 
+def _sandbox_sources() -> bytes:
+    """The source of every module shipped to the zygote: what its code is made from (the
+    marshalled code itself differs from one compilation to the next)."""
+    sources = []
+    for name in SANDBOX_MODULES:
+        spec = importlib.util.find_spec(f"{__package__}.{name}")
+        sources.append(spec.loader.get_data(spec.origin))
+    return b"\0".join(sources)
+
+
 def _named(code: types.CodeType, filename: str) -> types.CodeType:
     """`code` and every function and class body in it, as if compiled from `filename`."""
     consts = tuple(_named(const, filename) if isinstance(const, types.CodeType) else const
@@ -374,7 +384,7 @@ class SandboxPool:
         """Connect to the warm zygote built from `config` if one runs (then this pool is
         attached to it); otherwise a listening socket for the one about to start, or None
         where none can be kept (no private directory for it)."""
-        key = warm.zygote_key(config, environment, _zygote_payload({}))
+        key = warm.zygote_key(config, environment, _sandbox_sources())
         path = warm.socket_path(key)
         if path is None:
             return None

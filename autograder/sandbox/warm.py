@@ -71,7 +71,9 @@ def socket_directory() -> Path | None:
     """This user's private directory for warm zygotes' sockets, made if missing; None where
     none can be had (a shared or foreign directory is never used)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    candidates = [Path(runtime) / "sdpa-course"] if runtime.startswith("/") else []
+    candidates = []
+    if runtime.startswith("/") and _private_directory(Path(runtime)):  # never made here
+        candidates.append(Path(runtime) / "sdpa-course")
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     candidates.append(Path(base) / "sdpa-course" / "warm")
     for directory in candidates:
@@ -85,9 +87,10 @@ def socket_directory() -> Path | None:
     return None
 
 
-def zygote_key(config: dict, environment: dict[str, str], code: bytes) -> str:
-    """What the zygote was built from, hashed; see the module's docstring."""
-    digest = hashlib.sha256(code)
+def zygote_key(config: dict, environment: dict[str, str], sources: bytes) -> str:
+    """What the zygote was built from, hashed (`sources`: its code's); see the module's
+    docstring."""
+    digest = hashlib.sha256(sources)
     mtimes = []
     for entry in sys.path[1:]:  # not [0], the script's or working folder: see above
         try:

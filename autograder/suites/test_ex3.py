@@ -8,14 +8,18 @@ Each test checks one property, so that one misconception costs only what it brea
   shapes, scale by sqrt(d_v)), d_k > 1 (missing or wrong scale), masks that hide each row's
   largest scores (mask ignored, inverted, zero-filled or applied after the softmax);
 - the property tests compare the student's answers with each other, never with the
-  reference: at large scores against the same inputs shifted down (stability), read-only
-  against writable inputs, repeated calls against each other, inputs before and after. Their
-  inputs are square (n = m = d_k = d_v) so that code that crashes on n != m still shows its
-  properties, and each answer must be a valid attention result (finite, out = attn @ V with
-  non-negative weights) and attention of its inputs or what a catalogued mistake computes
-  from them (`diagnoses.ex3.catalogued`), so that zeros, NaN or uniform weights of the right
-  shape earn nothing while a value mistake keeps the property points. Stability also asks
-  for scores SPREAD apart within each row (`spread_inputs`), where subtracting anything but
+  reference: at large scores against the same inputs shifted down (stability; or, for a
+  value mistake that uses the shifted inputs otherwise, such as Q @ K, against what that
+  mistake computes there), read-only against writable inputs, repeated calls against each
+  other, inputs before and after. Their inputs are square (n = m = d_k = d_v) so that code
+  that crashes on n != m still shows its properties; they call without a mask when attention
+  raises with one but not without, in the form the code takes (`_property_mask`,
+  `_call_unmasked`); and each answer must be a valid attention result (finite,
+  out = attn @ V with non-negative weights) and attention of its inputs or what a
+  catalogued mistake computes from them (`diagnoses.ex3.catalogued`), so that zeros, NaN or
+  uniform weights of the right shape earn nothing while a value mistake keeps the property
+  points. Stability also asks for scores SPREAD apart within each row (`spread_inputs`, or
+  `spread_in_shape` for code that cannot take their shape), where subtracting anything but
   each row's maximum overflows.
 
 The two checks are graded the way a test is graded: each is handed correct causal attention
@@ -100,14 +104,32 @@ def spread_inputs(variant):
     (s, s + 1) for Q and K: a shape of its own (d_k = d_v + 1, n = m = d_v)."""
     (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each
     size = Q.shape[0]
-    rng = (np.random.default_rng(309) if variant.inputs_seed is None
-           else variant.rng("ex3 spread"))
-    key = int(rng.integers(1, size))
+    key = _spread_key(variant, size)
     lift = float(np.sqrt(SPREAD * np.sqrt(size + 1)))  # lift**2 / sqrt(d_k) = SPREAD
     extra_k = np.zeros((size, 1))  # (s, 1)
     extra_k[key] = lift
     return (np.hstack([Q, np.full((size, 1), lift)]),  # (s, s + 1)
             np.hstack([K, extra_k]), V)  # (s, s + 1), (s, s)
+
+
+def _spread_key(variant, size) -> int:
+    """The key (never the first) that scores SPREAD above the others in the spread calls."""
+    rng = (np.random.default_rng(309) if variant.inputs_seed is None
+           else variant.rng("ex3 spread"))
+    return int(rng.integers(1, size))
+
+
+def spread_in_shape(variant):
+    """(Q, K, V) of `spread_inputs`' call in the moderate inputs' own shape (s, s): their last
+    component, 0 for all, set to the lift instead of a component added. For code that cannot
+    take d_k != m (Q @ K): its stability is judged all the same."""
+    (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each, last component 0
+    size = Q.shape[0]
+    lift = float(np.sqrt(SPREAD * np.sqrt(size)))  # lift**2 / sqrt(d_k) = SPREAD
+    Q, K = Q.copy(), K.copy()  # (s, s) each
+    Q[:, -1] = lift
+    K[_spread_key(variant, size), -1] = lift
+    return Q, K, V
 
 
 # Shapes (n, m, d_k, d_v) the notebook's self-checks and heatmap call attention with before
@@ -429,30 +451,72 @@ def test_attention_output_with_mask_hiding_largest_scores(student):
 @pytest.mark.points(0.5)
 def test_attention_is_stable_at_large_scores(student):
     moderate, large = hidden_inputs(student.variant)["stability"]  # same Q K^T, + 800
-    expected = valid_answer(call_attention(student, *moderate), *moderate, student=student)
-    got = as_result(call_attention(student, *large))
+    expected = valid_answer(_call_unmasked(student, *moderate), *moderate, student=student)
+    got = as_result(_call_unmasked(student, *large))
     hint = "exp overflows above about 709: subtract each row's maximum score first"
-    for name, a, b in zip(("out", "attn"), got, expected, strict=True):
+    for name, a in zip(("out", "attn"), got, strict=True):
         expect_finite(a, f"{name} at large scores", hint=hint)
-        if a.shape != b.shape or LARGE_SCORES.ratio(a, b) > 1:
+    for name, a, b in zip(("out", "attn"), got, expected, strict=True):
+        # A value mistake that uses the shifted inputs otherwise (Q @ K, attn @ K) changes
+        # the answer without any overflow: it is stable if it computes its own mistake there.
+        if (a.shape != b.shape or LARGE_SCORES.ratio(a, b) > 1) and not _catalogued_at(
+                got, *large):
             raise Mismatch(f"{name} changes when every score grows by the same amount "
                            "(about 800), which leaves the softmax as it was", hint)
     Q, K, V = spread_inputs(student.variant)  # one key SPREAD above the others
     where = f"when one key's score is {SPREAD:.0f} above the others"
-    spread = as_result(call_attention(student, Q, K, V))
+    try:
+        spread = as_result(_call_unmasked(student, Q, K, V))
+    except StudentRaised:  # not these shapes (Q @ K needs d_k = m): the same spread in (s, s)
+        Q, K, V = spread_in_shape(student.variant)
+        spread = as_result(_call_unmasked(student, Q, K, V))
     for name, a in zip(("out", "attn"), spread, strict=True):
         expect_finite(a, f"{name} {where}", hint=hint)
-    if (not catalogued(spread, Q, K, V) and not catalogued_weights(spread, Q, K, V)
-            and not _mask_none_broken(student, spread, Q, K, V)):
+    if not _catalogued_at(spread, Q, K, V) and not _mask_none_broken(student, spread, Q, K, V):
         raise Mismatch(f"attention's answer {where} is not softmax(Q K^T / sqrt(d_k)) V",
                        hint)
+
+
+def _call_unmasked(student, Q, K, V):
+    """attention without a mask, in the form the code takes: no mask argument, or mask=None
+    where it has no default. Both mean no mask; which form fails is the unmasked value tests'
+    to charge (`mask-none-broken`), not a property test's."""
+    try:
+        return call_attention(student, Q, K, V)
+    except StudentRaised:
+        return call_attention(student, Q, K, V, mask=None)
+
+
+def _property_mask(student, Q, K, V, mask) -> dict:
+    """The mask argument a property test calls attention with: its own mask, or no mask
+    (mask=None, or no argument) when attention raises with that mask and runs without one (a
+    masking slip such as `if mask:`, or no mask parameter at all, which the value tests
+    charge), so that the property is still judged (never raises)."""
+    for kwargs in ({"mask": mask}, {"mask": None}, {}):
+        try:
+            call_attention(student, Q.copy(), K.copy(), V.copy(),
+                           **{name: None if value is None else value.copy()
+                              for name, value in kwargs.items()})
+        except StudentRaised:
+            continue
+        return kwargs
+    return {"mask": mask}  # it raises every way: the test's own call says so
+
+
+def _catalogued_at(pair, Q, K, V) -> bool:
+    """`pair` is what attention or a catalogued mistake computes on these inputs, its out
+    included or, for a slip of the last step alone, its weights (whatever out's shape: the
+    exp's stability shows in the weights, and out's values are the value tests' business)."""
+    return catalogued(pair, Q, K, V) or catalogued_weights(pair, Q, K, V, any_out_shape=True)
 
 
 @pytest.mark.points(0.5)
 def test_attention_accepts_read_only_inputs(student):
     Q, K, V, mask = hidden_inputs(student.variant)["read_only"]  # (s, s) each
-    writable = valid_answer(call_attention(student, Q, K, V, mask=mask), Q, K, V, mask=mask)
-    read_only = as_result(call_attention(student, Q, K, V, mask=mask, readonly=True))
+    given = _property_mask(student, Q, K, V, mask)
+    mask = given.get("mask")
+    writable = valid_answer(call_attention(student, Q, K, V, **given), Q, K, V, mask=mask)
+    read_only = as_result(call_attention(student, Q, K, V, readonly=True, **given))
     for name, a, b in zip(("out", "attn"), read_only, writable, strict=True):
         if a.shape != b.shape or not close(a, b):
             raise Mismatch(f"{name} changes when Q, K, V and mask are read-only arrays",
@@ -462,13 +526,15 @@ def test_attention_accepts_read_only_inputs(student):
 @pytest.mark.points(0.5)
 def test_attention_leaves_its_inputs_unchanged(student):
     Q, K, V, mask = hidden_inputs(student.variant)["unchanged"]  # (s, s) each
-    result, args, kwargs = student.call_with_inputs("attention", Q, K, V, mask=mask)
+    given = _property_mask(student, Q, K, V, mask)
+    mask = given.get("mask")
+    result, args, kwargs = student.call_with_inputs("attention", Q, K, V, **given)
     for name, before, after in zip("QKV", (Q, K, V), args, strict=True):
         if not _unchanged(after, before):
             raise Mismatch(f"attention modified its input {name} in place",
                            "compute on a new array (scores = Q @ K.T / ...) and leave the "
                            "inputs alone")
-    if not _unchanged(kwargs.get("mask"), mask):
+    if mask is not None and not _unchanged(kwargs.get("mask"), mask):
         raise Mismatch("attention modified the mask it was given", "build a new array instead")
     valid_answer(result, Q, K, V, mask=mask)
 
@@ -483,7 +549,9 @@ def _unchanged(after, before) -> bool:
 @pytest.mark.points(0.5)
 def test_attention_answers_each_call_from_its_own_inputs(student):
     first, second, mask = hidden_inputs(student.variant)["stateless"]  # (s, s) each
-    answers = [call_attention(student, *inputs, mask=mask)
+    given = _property_mask(student, *first, mask)
+    mask = given.get("mask")
+    answers = [call_attention(student, *inputs, **given)
                for inputs in (first, second, first, second)]
     # the first call cannot be stale yet
     answers[0] = valid_answer(answers[0], *first, mask=mask)

@@ -6,6 +6,6 @@ in-process with its seed's variants (`directory`), and the `init`, `release` and
 commands (`create`, `release`, `variants`).
 
 May import: `sdpa_course.errors`, `sdpa_course.assignment`, `sdpa_course.nbgrader_ext`
-(the release's stubs, the course seed) and `autograder.variants`. Not `grading`, `reports`,
-`demo` or `cli`, which build on it.
+(the release's stubs, the course seed) and `autograder.variants`; it needs nothing of
+`reports`. Not `grading`, `demo` or `cli`, which build on it.
 """

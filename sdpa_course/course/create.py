@@ -64,9 +64,13 @@ def init_course(path: Path, *, force: bool = False) -> Path:
                        "course files into it (existing files of the same name are replaced)")
     source = notebook_path("source")
     notebook_dir = path / "source" / ASSIGNMENT
-    notebook_dir.mkdir(parents=True, exist_ok=True)
-    seed = existing_seed(path / CONFIG_FILE) or new_seed()
-    (path / CONFIG_FILE).write_text(CONFIG_TEXT + SEED_TEXT.format(line=seed_line(seed)),
-                                    encoding="utf-8")
-    shutil.copyfile(source, notebook_dir / f"{NOTEBOOK}.ipynb")
+    try:
+        notebook_dir.mkdir(parents=True, exist_ok=True)
+        seed = existing_seed(path / CONFIG_FILE) or new_seed()
+        (path / CONFIG_FILE).write_text(CONFIG_TEXT + SEED_TEXT.format(line=seed_line(seed)),
+                                        encoding="utf-8")
+        shutil.copyfile(source, notebook_dir / f"{NOTEBOOK}.ipynb")
+    except OSError as err:  # a read-only place, a missing parent we may not create...
+        raise KitError(f"cannot create the course at {path}: "
+                       f"{err.strerror or err} ({err.filename or path})") from err
     return path.resolve()

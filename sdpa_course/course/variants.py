@@ -16,10 +16,12 @@ import nbformat
 from nbgrader.exchange.default.exchange import Exchange
 from nbgrader.utils import compute_checksum
 
+from autograder.terminal import one_line
 from autograder.variants import Variant
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.course.directory import Course
 from sdpa_course.course.material import notebook_path
+from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE, course_line, how_to_add_a_seed
 
 STUDENT_ID_LINE = 'STUDENT_ID = ""'
@@ -44,7 +46,8 @@ def sheet_text(sheet: dict, course: Course, seeded: bool) -> str:
     pair = lambda values: "(" + ", ".join(f"{x:.4f}" for x in values) + ")"  # noqa: E731
     numbers = ex1["numbers"]
     lines = [
-        f"Student {sheet['student']} of course {course.course_id} ({course.root}): "
+        f"Student {one_line(sheet['student'])} of course {one_line(course.course_id)} "
+        f"({one_line(course.root)}): "
         + (f"variant {sheet['variant']}" if seeded else "the lesson's numbers (no seed)"),
         "",
         "Exercise 1: " + ", ".join(f"{k} = {vector(numbers[k])}"
@@ -76,18 +79,25 @@ def answer_key_for(course: Course, student: str) -> nbformat.NotebookNode:
 def show_variant(course_dir: Path, student: str, *, as_json: bool = False,
                  answer_key: Path | None = None) -> str:
     """What `sdpa-course variant` prints; writes the student's answer key when asked."""
+    if not student.strip():  # no id is the lesson's numbers: not what an instructor asks for
+        raise KitError("a student id is needed, as in submitted/<student>/ (an empty id "
+                       "would show the lesson's own numbers)")
     course = Course.open(course_dir)
     variants = course.variants
     sheet = variant_sheet(variants.variant(student, course.assignment))
     if answer_key is not None:
-        answer_key.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(answer_key_for(course, student), str(answer_key))
+        try:
+            answer_key.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(answer_key_for(course, student), str(answer_key))
+        except OSError as err:
+            raise KitError(f"cannot write the answer key to {answer_key}: "
+                           f"{err.strerror or err}") from err
         sheet["answer_key"] = str(answer_key)
     if as_json:
         return json.dumps(sheet, indent=2)
     text = sheet_text(sheet, course, variants.has_seed)
     if answer_key is not None:
-        text += f"\nAnswer key for {student}: {answer_key}"
+        text += f"\nAnswer key for {one_line(student)}: {one_line(answer_key)}"
     if not variants.has_seed:
         text += f"\nNote: {how_to_add_a_seed()}"
     return text

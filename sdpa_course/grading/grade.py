@@ -173,17 +173,28 @@ class _GradingRun:
         self.progress, self.result = progress, result
         self.submissions: dict[str, object] = {}
         self.notes: dict[str, list[str]] = {}
+        # each submission's fingerprint as it was before it was read for grading: a student
+        # who submits again while the run grades the old notebook gets a record that does not
+        # match the new one, so the next run grades it (taken later, it would match and hide it)
+        self.fingerprints: dict[str, str] = {}
 
     def grade(self, todo: list) -> None:
         for submission in todo:
             self.submissions[submission.student] = submission
+            fingerprint = self.fingerprints[submission.student] = submission.fingerprint()
             records.forget_record(self.course.reports_dir, submission.student)
             try:
                 path, self.notes[submission.student] = self.recorder.prepare(submission)
             except GradingFailed as err:
-                self.finish(records.failed_record(submission.student, str(err),
-                                                  submission.fingerprint(), retry=err.retry),
+                self.finish(records.failed_record(submission.student, str(err), fingerprint,
+                                                  retry=err.retry),
                             timed=False)
+                continue
+            except Exception as err:  # the kit's fault on this notebook: the class goes on
+                self.recorder.gradebook.db.rollback()
+                self.finish(records.failed_record(
+                    submission.student, f"preparing the submission for grading failed: "
+                    f"{type(err).__name__}: {err}", fingerprint, retry=True), timed=False)
                 continue
             # the folder's student id, never the one the notebook claims
             self.pool.submit(submission.student, path,
@@ -199,7 +210,7 @@ class _GradingRun:
         if outcome.key in self.result.records:  # an executor that retried may answer twice
             return
         submission = self.submissions[outcome.key]
-        fingerprint = submission.fingerprint()
+        fingerprint = self.fingerprints[outcome.key]
         notes = self.notes.get(outcome.key, [])
         if outcome.report is None:
             self.finish(records.failed_record(outcome.key, outcome.error, fingerprint,

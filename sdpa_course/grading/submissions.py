@@ -19,12 +19,16 @@ import json
 import os
 import re
 import stat
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from warnings import catch_warnings, simplefilter
 
 import nbformat
+from nbformat.warnings import DuplicateCellId
 from nbgrader.utils import parse_utc
 
+from autograder.submission import replace_lone_surrogates
 from sdpa_course.assignment import NUMBERS_CELL
 from sdpa_course.errors import GradingFailed
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE, embedded_key
@@ -438,6 +442,41 @@ def json_break(content: bytes) -> str:
     return ""
 
 
+SCHEMA_PASSES = 20  # validations while repairing: each finds at least one break per cell
+
+
+def _follow_the_schema(nb) -> tuple[list[str], str]:
+    """Make `nb` follow nbformat's schema, as nbconvert's exporters check when the feedback is
+    rendered (after the gradebook was written: the grades were then lost, every run).
+    Metadata entries that break it are removed and cell ids that break it replaced (named in
+    the first list); the first break of another kind is returned, and nothing graded."""
+    repaired: list[str] = []
+    for _ in range(SCHEMA_PASSES):
+        errors = [(list(error.absolute_path), error.message)
+                  # as nbconvert checks it: properties the schema does not name are allowed
+                  for error in nbformat.validator.iter_validate(nb, relax_add_props=True)]
+        if not errors:
+            return repaired, ""
+        for path, message in errors:
+            where = "/".join(map(str, path)) or "the notebook"
+            if "metadata" in path and len(path) > path.index("metadata") + 1:
+                at = path.index("metadata") + 1
+                parent = nb
+                for step in path[:at]:
+                    parent = parent[step]
+                if isinstance(parent, dict) and path[at] in parent:
+                    del parent[path[at]]
+                    repaired.append("/".join(map(str, path[:at + 1])))
+            elif len(path) == 3 and path[0] == "cells" and path[2] == "id":
+                nb.cells[path[1]]["id"] = uuid.uuid4().hex[:8]  # as nbformat makes them
+                repaired.append(where)
+            elif len(path) == 2 and path[0] == "cells":
+                return repaired, f"cell {path[1] + 1} is not a code, markdown or raw cell"
+            else:
+                return repaired, f"{where}: {' '.join(message.split())[:200]}"
+    return repaired, "its metadata breaks Jupyter's notebook format in too many places"
+
+
 def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_ids: set[str],
                             locked_sources: dict[str, str] | None = None,
                             release_metadata: dict[str, dict] | None = None):
@@ -480,14 +519,23 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
         raise GradingFailed(f"{path.name} is more than the {MAX_NOTEBOOK_BYTES // 2**20} MB "
                             "a notebook may have")
     try:
-        nb = nbformat.reads(content.decode("utf-8-sig"), as_version=4)
+        with catch_warnings(record=True) as caught:  # nbformat prints one per cell
+            simplefilter("always", DuplicateCellId)
+            nb = nbformat.reads(content.decode("utf-8-sig"), as_version=4)
     except Exception as err:  # broken JSON, not UTF-8, not a notebook, unknown nbformat
         where = json_break(content)
         if where:
             raise GradingFailed(f"{path.name} is not a readable notebook: its JSON breaks at "
                                 f"{where}. Reopen it in Jupyter or download it again.") from None
-        message = " ".join(str(err).split())[:300]
+        message = " ".join(str(err).split())[:300] or type(err).__name__
         raise GradingFailed(f"{path.name} is not a readable notebook: {message}") from None
+    # no UTF-8 file, compiler or page holds half a surrogate pair: writing the autograded
+    # notebook stopped the whole run (check reads the notebook the same way)
+    broken_characters = replace_lone_surrogates(nb)
+    repaired, broken = _follow_the_schema(nb)
+    if broken:
+        raise GradingFailed(f"{path.name} does not follow Jupyter's notebook format ({broken}). "
+                            "Reopen it in Jupyter, save it and hand it in again.")
     if release_metadata is None:
         release_metadata = dict.fromkeys({*cell_ids, *grade_ids, *(locked_sources or {})})
     restored, stripped = _release_metadata_only(nb, release_metadata)
@@ -502,6 +550,14 @@ def read_submitted_notebook(submission: Submission, cell_ids: set[str], grade_id
             f"cells ({', '.join(sorted(cell_ids))}) is in it"
         )
     warnings = []
+    duplicates = sum(issubclass(w.category, DuplicateCellId) for w in caught)
+    if duplicates:
+        warnings.append(f"{duplicates} cell ids used twice, replaced as nbformat does")
+    if repaired:
+        warnings.append(f"parts that break Jupyter's notebook format removed: {_names(repaired)}")
+    if broken_characters:
+        warnings.append(f"{broken_characters} characters that are half of a surrogate pair (a "
+                        "broken emoji) read as U+FFFD")
     if restored:
         warnings.append(f"nbgrader metadata edited and put back as released: "
                         f"{_names(restored)}")

@@ -498,16 +498,17 @@ def _ex2_softmax_problems():
         problems.append(f"softmax([1000, 0]) or softmax([0, 2000]) gives {big}: exp "
                         "overflowed. Subtract the largest score (not the smallest, the mean "
                         "or the first) before calling np.exp.")
-    scores = np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [8.0, 0.0, 0.0]])  # (queries, keys)
+    # (3, 4): (queries, keys), not square, so a row sum without keepdims cannot broadcast
+    scores = np.array([[1.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0], [8.0, 0.0, 0.0, 0.0]])
     untouched = scores.copy()
     try:
-        rows = np.asarray(softmax(scores), dtype=float)  # (3, 3)
+        rows = np.asarray(softmax(scores), dtype=float)  # (3, 4)
     except Exception as err:
         return problems + [f"softmax of a 2-D array raised {type(err).__name__}: {err}"]
     if not np.array_equal(scores, untouched):
         problems.append("softmax changed its input array: work on a copy.")
     if rows.shape != scores.shape:
-        return problems + [f"softmax of a (3, 3) array should keep shape (3, 3); got {rows.shape}."]
+        return problems + [f"softmax of a (3, 4) array should keep shape (3, 4); got {rows.shape}."]
     if not np.allclose(rows.sum(axis=-1), 1.0, rtol=0, atol=1e-5):
         if np.allclose(rows.sum(axis=0), 1.0, rtol=0, atol=1e-5):
             problems.append("each column of your softmax sums to 1 instead of each row: did you "
@@ -822,7 +823,15 @@ def _ex3_attention_problems():
         return [f"attention is not written yet ({err})."]
     except Exception as err:
         hint = ""
-        if isinstance(err, ValueError) and ("matmul" in str(err) or "shape" in str(err)):
+        if isinstance(err, ValueError) and "broadcast" in str(err):
+            hint = (" If it is the softmax's division: a sum over each row without "
+                    "keepdims=True has shape (n,), which cannot divide the (n, m) scores (and "
+                    "where n = m it divides the wrong entries, so the rows of your weights do "
+                    "not sum to 1). Sum with keepdims=True.")
+        elif isinstance(err, TypeError) and "mask" in str(err):
+            hint = (" Give mask a default, def attention(Q, K, V, mask=None). When mask is None, "
+                    "skip the masking step.")
+        elif isinstance(err, ValueError) and ("matmul" in str(err) or "shape" in str(err)):
             hint = (f" Check the shapes, with n = {n} queries and m = {m} keys: Q K^T is (n, m) "
                     "and (n, m) @ V is (n, d_v).")
         return [f"attention(Q, K, V) with mask=None raised {type(err).__name__}: {err}.{hint}"]
@@ -898,7 +907,9 @@ def _ex3_mask_problems(rng, d_k):
         unmasked = _ex3_call(X, X, X)
         masked = _ex3_call(X, X, X, mask=future)
     except Exception as err:
-        return [f"attention with a mask raised {type(err).__name__}: {err}"]
+        hint = (" Compare mask with None (mask is not None) instead: `if mask:` asks for the "
+                "truth of a whole array." if "truth value" in str(err) else "")
+        return [f"attention with a mask raised {type(err).__name__}: {err}.{hint}"]
     if isinstance(masked, str) or isinstance(unmasked, str) or masked[1].shape != (T, T):
         return [f"with T = {T} queries and keys and a mask, attn should be ({T}, {T})."]
     problems = []
@@ -917,8 +928,8 @@ def _ex3_mask_problems(rng, d_k):
                         "your weights hide the other keys instead.")
     elif leak > 1e-6:
         problems.append("a masked (future) key still gets weight: set masked scores to -inf (or "
-                        "a large negative number such as -1e9) before the softmax; 0 is not "
-                        "enough.")
+                        "a large negative number such as -1e9) before the softmax; 0, or a "
+                        "small number such as -1, is not enough.")
     elif not np.allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-5):
         problems.append("with the causal mask your rows no longer sum to 1: mask the scores "
                         "before the softmax, so the remaining weights still sum to 1.")
