@@ -177,3 +177,12 @@ def _environment_unchanged(request):
                 os.environ.pop(name, None)
         pytest.fail(f"{request.node.nodeid} changed os.environ for the tests after it "
                     f"({', '.join(changed)}): use monkeypatch.setenv", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def feedback_class(tmp_path_factory):
+    """(course, ClassResult): the class of tests/feedback_students.py, graded once by the real
+    engine for tests/test_feedback.py and the browser tests' feedback pages, which only read it."""
+    from feedback_students import grade_feedback_class
+
+    return grade_feedback_class(tmp_path_factory.mktemp("feedback-class") / "course")

@@ -30,6 +30,7 @@ from autograder.variants import DEFAULT
 from sdpa_course.course.notebooks import source_notebook_path
 from tests import variant_sample
 from tests.corpus_exec import run_case
+from tests.graded_ahead import GradedAhead, keys_of
 
 QUICK = Limits(cell_seconds=2.0, call_seconds=1.0)
 CASES = {case.name: case for case in cases()}
@@ -50,24 +51,34 @@ HIDDEN_LINES = {line.strip() for path in SUITES.glob("test_ex*.py")
                 for line in path.read_text().splitlines() if len(line.strip()) > 24}
 
 
+_CASES_OF: dict[str, dict] = {}  # student -> {name: case}, built once (Case is frozen)
+
+
 def case_of(student: str, name: str):
     """The case written with the student's own numbers."""
-    return next(case for case in cases(VARIANTS[student]) if case.name == name)
+    if student not in _CASES_OF:
+        _CASES_OF[student] = {case.name: case for case in cases(VARIANTS[student])}
+    return _CASES_OF[student][name]
+
+
+def _graded(pair: tuple[str, str]) -> dict:
+    student, name = pair
+    return grade_content(case_of(student, name).source, name=f"{name}.py", limits=QUICK,
+                         variant=VARIANTS[student])
 
 
 @pytest.fixture(scope="module")
-def reports():
-    """Each case graded once per variant, on demand, shared by the tests of this module."""
-    graded = {}
+def reports(request):
+    """Each case graded once per variant, shared by the tests of this module: the pairs the
+    session's tests of this module name are graded ahead, two at a time (tests/graded_ahead.py),
+    any other on demand."""
+    graded = GradedAhead(_graded, keys_of(request, ("student", "name")))
 
     def report(name, student="default"):
-        if (student, name) not in graded:
-            case = case_of(student, name)
-            graded[(student, name)] = grade_content(case.source, name=f"{name}.py",
-                                                    limits=QUICK, variant=VARIANTS[student])
         return graded[(student, name)]
 
-    return report
+    yield report
+    graded.close()
 
 
 @pytest.mark.parametrize("student, name", PAIRS)

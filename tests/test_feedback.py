@@ -13,7 +13,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grade_course_factory import REPO, answer_key, released_course, submit, variant_of
+from feedback_students import CASES
+from grade_course_factory import REPO
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 from nbgrader.utils import determine_grade
@@ -74,30 +75,12 @@ def test_redaction_hides_test_code_hidden_blocks_tracebacks_and_the_report():
 
 # -- a class graded by the real engine ---------------------------------------------------
 
-CASES = ("ex3-mask-inverted", "read-hidden-files", "exit-in-call", "loop-at-import",
-         "memory-hog-in-call")
-
-
-def notebook_for(case_name: str, course):
-    """The corpus case, with the numbers of the student named after it in `course`."""
-    from autograder.corpus import case
-    from sdpa_course.demo import notebook_from_source
-
-    own = case(case_name, variant_of(course, case_name))
-    return notebook_from_source(answer_key(), own.source)
-
-
 @pytest.fixture(scope="module")
-def real_class(tmp_path_factory):
+def real_class(feedback_class):
+    """The answer key and CASES (tests/feedback_students.py), in the class the session grades
+    once with the real engine (shared with the browser tests' feedback pages, read only)."""
     pytest.importorskip("autograder.engine")
-    from sdpa_course.grading.grade import grade_course
-
-    course = released_course(tmp_path_factory.mktemp("real") / "course")
-    submit(course, "key", answer_key())
-    for name in CASES:
-        submit(course, name, notebook_for(name, course))
-    result = grade_course(course, workers=2)
-    return course, result
+    return feedback_class
 
 
 def page_text(course: Path, student: str) -> str:

@@ -14,17 +14,16 @@ from unittest import mock
 import nbformat
 import numpy as np
 import pytest
+from grade_course_factory import released_course
 from nbclient import NotebookClient
 
 from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK, NUMBERS_CELL
-from sdpa_course.course.create import init_course
 from sdpa_course.course.notebooks import (
     answer_key_path,
     build_notebooks,
     source_notebook_path,
     text_source_path,
 )
-from sdpa_course.course.release import release_assignment
 from sdpa_course.nbgrader_ext.variants import COURSE_LINE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,9 +88,10 @@ def answer_key():
 
 @pytest.fixture(scope="module")
 def release_nb(tmp_path_factory):
-    course = init_course(tmp_path_factory.mktemp("course") / "course")
-    release = release_assignment(course)
-    return nbformat.read(release / f"{NOTEBOOK}.ipynb", as_version=4)
+    """The student's notebook as `init_course` + `release_assignment` made it: a copy of the
+    session's released course (tests/grade_course_factory.py), made with those once."""
+    course = released_course(tmp_path_factory.mktemp("course") / "course")
+    return nbformat.read(course / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
 
 
 # --- generated files ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The same isolation wherever the grader runs: as root, as an ordinary user, without
 CAP_SYS_ADMIN. Each grader runs every scenario of `sandbox_scenarios` once (a subprocess, its
-own pool); each test checks one guarantee on all three, and fails if one layer is taken out.
+own pool), then again in a pool left warm, the three graders at once; each test checks one
+guarantee on all three, and fails if one layer is taken out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import secrets
 import shutil
 import sys
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -49,19 +52,28 @@ def course(workdir):
     return course
 
 
-@pytest.fixture(scope="module", params=graders.GRADERS)
-def grader(request, workdir):
-    if request.param != "user":
-        yield graders.root_grader(request.param, workdir)
-        return
+@pytest.fixture(scope="module")
+def made_graders(workdir):
+    """{name: Grader} of every grader this machine can make, and why the ordinary user's
+    cannot be made ("" when it can); the user is removed when the module is done."""
+    made = {name: graders.root_grader(name, workdir) for name in graders.GRADERS
+            if name != "user"}
     why = graders.why_no_user()
-    if why:
+    if not why:
+        (workdir / "user").mkdir()
+        (workdir / "user").chmod(0o755)
+        made["user"] = graders.make_user(workdir / "user")
+    yield made, why
+    if "user" in made:
+        graders.remove_user(made["user"])
+
+
+@pytest.fixture(scope="module", params=graders.GRADERS)
+def grader(request, made_graders):
+    made, why = made_graders
+    if request.param not in made:
         pytest.skip(f"no ordinary-user grader: {why}")
-    (workdir / "user").mkdir()
-    (workdir / "user").chmod(0o755)
-    user = graders.make_user(workdir / "user")
-    yield user
-    graders.remove_user(user)
+    return made[request.param]
 
 
 def _kit_data_copy() -> list[str]:
@@ -70,14 +82,12 @@ def _kit_data_copy() -> list[str]:
             if "solutions" in str(f) or "dist-info" in str(f)]
 
 
-@pytest.fixture(scope="module")
-def results(grader, course):
-    """Every scenario, run once by this grader."""
+def _scenario_names(grader) -> list[str]:
     names = ["identity", "secrets", "corpus_reader", "writes", "network", "neighbours",
              "processes", "forked_cell", "confinement", "limits", "measured_memory"]
     if grader.name != "user":
         names.append("memory_total")  # without cgroups nothing bounds it: see the warning
-    return _run_scenarios(grader, course, names)
+    return names
 
 
 # What a zygote kept warm by one `sdpa-course check` for the next is checked for.
@@ -86,10 +96,44 @@ WARM_SCENARIOS = ["identity", "secrets", "writes", "network", "neighbours", "pro
 
 
 @pytest.fixture(scope="module")
-def warm_results(grader, course):
+def runs(made_graders, course):
+    """{grader's name: {"cold": its run of every scenario, "warm": its run of WARM_SCENARIOS}}
+    as futures. The graders run at once, each in a thread of its own: a process of its own
+    with a pool of its own, as two instructors' graders on one machine would be, and most of
+    a run is waiting (a sleep, a time-out, a zygote's start). One grader's two runs follow
+    each other (they share its home's secret file)."""
+    made, _ = made_graders
+    futures = {name: {"cold": Future(), "warm": Future()} for name in made}
+
+    def run_both(grader) -> None:
+        for kind, names, warm in (("cold", _scenario_names(grader), False),
+                                  ("warm", WARM_SCENARIOS, True)):
+            future = futures[grader.name][kind]
+            try:
+                future.set_result(_run_scenarios(grader, course, names, warm=warm))
+            except Exception as err:  # noqa: BLE001 - raised to the tests that read this run
+                future.set_exception(err)
+
+    threads = [threading.Thread(target=run_both, args=(grader,), name=f"grader-{name}")
+               for name, grader in made.items()]
+    for thread in threads:
+        thread.start()
+    yield futures
+    for thread in threads:
+        thread.join()
+
+
+@pytest.fixture(scope="module")
+def results(grader, runs):
+    """Every scenario, run once by this grader (its failure, if the run failed)."""
+    return runs[grader.name]["cold"].result()
+
+
+@pytest.fixture(scope="module")
+def warm_results(grader, runs):
     """The scenarios of `WARM_SCENARIOS`, run by this grader in a pool whose zygote another
     pool started and left warm."""
-    return _run_scenarios(grader, course, WARM_SCENARIOS, warm=True)
+    return runs[grader.name]["warm"].result()
 
 
 def _run_scenarios(grader, course, names: list[str], warm: bool = False) -> dict:

@@ -59,9 +59,10 @@ def test_the_kit_holds_no_seed_and_its_repository_course_grades_the_lessons_numb
 
 
 def test_release_carries_the_public_numbers_key_never_the_seed(tmp_path):
-    course = init_course(tmp_path / "course")
+    # init_course + release_assignment, made once a session (tests/grade_course_factory.py)
+    course = released_course(tmp_path / "course")
     seed = existing_seed(course / CONFIG_FILE)
-    release = release_assignment(course)
+    release = course / "release" / "sdpa"
     text = (release / "attention.ipynb").read_text()
     assert seed not in text
     notebook = nbformat.read(str(release / "attention.ipynb"), as_version=4)

@@ -54,7 +54,10 @@ def _type_lines(page: Page, text: str) -> None:
     """Type `text` line by line into the focused editor, its contents selected first.
 
     After each Enter, CodeMirror indents the new line by itself; Shift+Home selects that
-    indentation so the typed line (with its own indentation) replaces it.
+    indentation so the typed line (with its own indentation) replaces it. A line's characters
+    go in as one text input (what typing a line or pasting it gives the editor), not a key
+    event each: the keys that steer the editor (Enter, Shift+Home, Delete) are pressed as keys.
+    A locked cell refuses both (test_student_flow types keys into one).
     """
     page.keyboard.press("Control+a")
     page.keyboard.press("Delete")
@@ -65,7 +68,7 @@ def _type_lines(page: Page, text: str) -> None:
             if not line:
                 page.keyboard.press("Delete")
         if line:
-            page.keyboard.type(line)
+            page.keyboard.insert_text(line)
 
 
 def type_code(page: Page, cell_locator: Locator, source: str) -> None:

@@ -13,7 +13,8 @@ from html.parser import HTMLParser
 
 import pytest
 from conftest import SCREENSHOTS
-from feedback_class import HOSTILE, TYPICAL, formgrader_page, grade_typical_class
+from feedback_class import formgrader_page
+from feedback_students import HOSTILE, TYPICAL
 
 from autograder.diagnoses.codes import WORDING, lesson_section
 
@@ -24,8 +25,8 @@ NO_HEATMAP = {"loop-in-call"}
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, chromium_executable):
-    course, result = grade_typical_class(tmp_path_factory.mktemp("feedback") / "course")
+def graded(feedback_class, chromium_executable):
+    course, result = feedback_class
     assert all(r["status"] == "graded" for r in result.records.values()), result.records
     return course, result
 
