@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -114,6 +116,24 @@ def test_no_socket_is_kept_in_a_folder_others_may_enter_or_that_is_a_link(cache,
     assert warm.socket_directory() is None
     with SandboxPool(keep_warm=60) as pool:  # grades, keeping nothing warm
         assert pool.warm_socket is None and not pool.warm
+
+
+def test_where_no_zygote_can_be_kept_a_pool_grades_as_before(cache, monkeypatch):
+    """No Unix sequenced-packet sockets, no home: nothing is kept, nothing fails."""
+    def refused(*_args, **_kwargs):
+        raise OSError("no such sockets here")
+
+    monkeypatch.setattr(warm, "socket", SimpleNamespace(**{**vars(socket), "socket": refused}))
+    with SandboxPool(keep_warm=60) as pool, Sandbox([Cell("x = 6 * 7\n", "cell 1")],
+                                                     pool=pool) as sandbox:
+        assert [o.status for o in sandbox.start()] == ["ok"] and sandbox.get("x") == 42
+        assert not pool.warm and pool.warm_socket is None
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(warm.Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(
+        RuntimeError("no home"))))
+    assert warm.socket_directory() is None
 
 
 def test_a_second_pool_forks_fresh_workers_from_the_first_pools_zygote(cache):

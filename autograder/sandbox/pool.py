@@ -383,17 +383,21 @@ class SandboxPool:
     def _warm_listener(self, config: dict, environment: dict) -> socket.socket | None:
         """Connect to the warm zygote built from `config` if one runs (then this pool is
         attached to it); otherwise a listening socket for the one about to start, or None
-        where none can be kept (no private directory for it)."""
-        key = warm.zygote_key(config, environment, _sandbox_sources())
-        path = warm.socket_path(key)
+        where none can be kept (no private directory for it, no such sockets: a check then
+        goes on as if asked not to keep one)."""
+        try:
+            path = warm.socket_path(warm.zygote_key(config, environment, _sandbox_sources()))
+        except (OSError, ValueError):
+            path = None
         if path is None:
             return None
-        self.warm_socket = path
         reached = warm.connect(path)
         if reached is None:
             listener = warm.listen(path)
-            self._warm_socket = path if listener is not None else None
+            if listener is not None:
+                self.warm_socket = self._warm_socket = path
             return listener
+        self.warm_socket = path
         self._control, hello, self.zygote_pid = reached
         self._attached, self.warm = True, True
         self._adopt(hello)

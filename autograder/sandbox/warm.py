@@ -74,8 +74,12 @@ def socket_directory() -> Path | None:
     candidates = []
     if runtime.startswith("/") and _private_directory(Path(runtime)):  # never made here
         candidates.append(Path(runtime) / "sdpa-course")
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    candidates.append(Path(base) / "sdpa-course" / "warm")
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except RuntimeError:  # no HOME and no passwd entry (an arbitrary uid in a container)
+        base = ""
+    if base.startswith("/"):
+        candidates.append(Path(base) / "sdpa-course" / "warm")
     for directory in candidates:
         try:
             directory.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +130,10 @@ def peer_uid(connection: socket.socket) -> int:
 def connect(path: Path) -> tuple[socket.socket, dict, int] | None:
     """A control channel to the warm zygote at `path`: (socket, its hello, its pid), or None
     where there is none, it is not this user's, or it does not answer."""
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError:  # no such sockets here: nothing is kept warm
+        return None
     try:
         connection.settimeout(HELLO_SECONDS)
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # its pid, below
@@ -153,7 +160,10 @@ def connect(path: Path) -> tuple[socket.socket, dict, int] | None:
 def listen(path: Path) -> socket.socket | None:
     """A listening socket at `path`, replacing a stale one (bound under another name first,
     then renamed into place: two `check`s starting at once never both fail)."""
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError:
+        return None
     staging = path.with_name(f"{path.name}.{os.getpid()}")
     try:
         staging.unlink(missing_ok=True)
