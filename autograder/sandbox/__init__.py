@@ -97,14 +97,15 @@ root without CAP_SYS_ADMIN, e.g. in a container; see `isolation` and `rootfs`):
   %%capture still run their code once), shell commands (`!cmd`) are refused with a note on
   stderr; `plt.show()` does nothing.
 
-Refusal. Where the kernel refuses these namespaces (user namespaces disabled, not Linux), a
-pool raises `IsolationUnavailable` when it starts, saying what to do; it never degrades on
+Refusal. Where the kernel refuses these namespaces (user namespaces disabled), a pool raises
+`IsolationUnavailable` when it starts, saying what to do; it never degrades on
 its own. ``SandboxPool(isolation="unsafe-none")``, asked for explicitly (`check` for a
 self-learner, `grade --unsafe-no-isolation`), runs student code as the grader with rlimits, a
 process group and an audit hook that refuses to open the hidden paths, to start processes,
 send signals, use sockets or load native code; every report's warnings then begin with
 "UNSAFE". A determined attacker gets past an audit hook: it is not a boundary.
-Windows is not supported (no fork).
+Linux only: even unisolated, the pool's channels are Unix sequenced-packet sockets passing
+credentials (SO_PASSCRED), which macOS lacks; Windows has no fork.
 """
 
 from .errors import (
