@@ -232,6 +232,14 @@ def _e(value) -> str:
     return html.escape(for_terminal(value))
 
 
+def _table(header: tuple[str, ...], rows) -> str:
+    """An HTML table of `rows` under `header`, every cell escaped."""
+    head = "".join(f"<th>{_e(name)}</th>" for name in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>"
+                   for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
 def _exercise_section(records: dict[str, dict], exercise: str) -> str:
     graded = [r for r in records.values() if r["status"] == GRADED and exercise in r["exercises"]]
     scores = [r["exercises"][exercise]["score"] for r in graded]
@@ -296,19 +304,16 @@ def _html(records, marks, missing, assignment: str, notebook: str, note: str = "
     top = graded[0]["max_score"] if graded else 0.0
     failed_table = (
         f"<h2>Failed: {len(failed)} (no score recorded)</h2>"
-        "<table><tr><th>student</th><th>reason</th></tr>"
-        + "".join(f"<tr><td>{_e(r['student'])}</td><td>{_e(r['error'] or '')}</td></tr>"
-                  for r in sorted(failed, key=lambda r: r["student"]))
-        + "</table>" if failed else "<h2>Failed</h2><p>No failed submissions.</p>")
+        + _table(("student", "reason"), [(r["student"], r["error"] or "") for r in
+                                         sorted(failed, key=lambda r: r["student"])])
+        if failed else "<h2>Failed</h2><p>No failed submissions.</p>")
     checks = [(r["student"], item) for r in sorted(records.values(), key=lambda r: r["student"])
               for item in to_check(r)]
     check_table = (
         f"<h2>Submissions to check by hand: {len(checks)}</h2>"
         "<p>Graded, but something the grade depends on could not be read (a submission time "
         "the kit could not read: no late penalty was applied).</p>"
-        "<table><tr><th>student</th><th>reason</th></tr>"
-        + "".join(f"<tr><td>{_e(s)}</td><td>{_e(item)}</td></tr>" for s, item in checks)
-        + "</table>" if checks else "")
+        + _table(("student", "reason"), checks) if checks else "")
     stopped = [(r["student"], ", ".join(map(str, r["stopped_cells"])))
                for r in sorted(graded, key=lambda r: r["student"])
                if isinstance(r.get("stopped_cells"), list) and r["stopped_cells"]]
@@ -316,16 +321,11 @@ def _html(records, marks, missing, assignment: str, notebook: str, note: str = "
         f"<h2>Code stopped outside the exercises: {len(stopped)}</h2>"
         "<p>A cell of no exercise did not run to the end (a hang or a crash after the "
         "answers): no point was lost, and each student's feedback shows the cell.</p>"
-        "<table><tr><th>student</th><th>cells</th></tr>"
-        + "".join(f"<tr><td>{_e(s)}</td><td>{_e(cells)}</td></tr>" for s, cells in stopped)
-        + "</table>" if stopped else "")
-    late = [(s, m) for s, m in sorted(marks.items()) if m.get("seconds_late", 0) > 0]
-    late_table = (
-        "<table><tr><th>student</th><th>submitted</th><th>late by</th><th>penalty</th></tr>"
-        + "".join(f"<tr><td>{_e(s)}</td><td>{_e(m['timestamp'])}</td>"
-                  f"<td>{m['seconds_late'] / 3600:.1f} h</td><td>{points(m['late_penalty'])}"
-                  "</td></tr>" for s, m in late) + "</table>"
-        if late else "<p>No late submissions recorded by nbgrader.</p>")
+        + _table(("student", "cells"), stopped) if stopped else "")
+    late = [(s, m["timestamp"], f"{m['seconds_late'] / 3600:.1f} h", points(m["late_penalty"]))
+            for s, m in sorted(marks.items()) if m.get("seconds_late", 0) > 0]
+    late_table = (_table(("student", "submitted", "late by", "penalty"), late) if late
+                  else "<p>No late submissions recorded by nbgrader.</p>")
     missing_part = (f"<h2>Missing: {len(missing)}</h2><p>In the gradebook, nothing submitted: "
                     f"{_e(', '.join(missing))}.</p>" if missing else "")
     sections = "".join(_exercise_section(records, ex) for ex in exercise_names(records))
