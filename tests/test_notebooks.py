@@ -334,6 +334,25 @@ def test_the_core_lab_fits_one_session():
         assert len(body.splitlines()) <= SHORT_PARAGRAPH_LINES, (opening, body)
 
 
+LAB_MINUTES = {1: 20, 2: 30, 3: 40}  # each part, its lesson and exercise together
+TAKE_HOME = "45 to 90 minutes"  # Exercise 4, after the lab
+
+
+def test_the_notebook_and_the_readme_say_how_long_each_part_takes():
+    assert sum(LAB_MINUTES.values()) == 90
+    intro = " ".join(markdown_cells(text_source_path(REPO).read_text())[0].split())
+    readme = (REPO / "README.md").read_text()
+    students = " ".join(readme[readme.index("## For students"):
+                               readme.index("## For self-learners")].split())
+    assert "This lab takes 90 minutes" in intro and "one 90-minute lab" in students
+    for number, minutes in LAB_MINUTES.items():
+        assert re.search(rf"\(\*\*Exercise {number}\*\*, [^)]*, {minutes} minutes\)", intro)
+    assert ("Exercise 1 about 20 minutes, Exercise 2 about 30, Exercise 3 about 40"
+            in students)
+    assert "take-home extension" in intro and TAKE_HOME in intro
+    assert "take-home extension" in students and TAKE_HOME in students
+
+
 @pytest.mark.slow
 def test_source_notebook_validates_with_nbgrader(tmp_path):
     # `nbgrader validate` exits 0 even when validation fails: read what it prints.
