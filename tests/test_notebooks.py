@@ -471,3 +471,19 @@ def test_answer_key_runs_passes_every_self_check_and_draws_the_heatmap(answer_ke
         if cell.cell_type == "code":
             assert not any(out.output_type == "error" for out in cell.outputs)
             assert not any(out.get("name") == "stderr" for out in cell.outputs), cell.id
+
+
+def test_demonstrations_and_self_checks_are_tagged_and_locked(source_nb, release_nb):
+    """Grading skips them by these tags (issue 30): every self-check and demonstration carries
+    its tag, locked, and no other cell does; the release keeps the tags."""
+    tagged = {cell.id: cell.metadata.get("tags") for cell in source_nb.cells
+              if cell.metadata.get("tags")}
+    assert {cid for cid, tags in tagged.items() if tags == ["self-check"]} == set(SELF_CHECK_IDS)
+    assert {cid for cid, tags in tagged.items() if tags == ["demo"]} == {
+        "demo_score_spread", "ex3_verify", "ex3_heatmap", "demo_attention_memory"}
+    for cell in source_nb.cells:
+        if cell.id in tagged:
+            assert cell.cell_type == "code" and nbgrader_meta(cell)["locked"] is True
+    released = {cell.id: cell.metadata.get("tags") for cell in release_nb.cells
+                if cell.metadata.get("tags")}
+    assert released == tagged

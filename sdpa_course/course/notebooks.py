@@ -37,7 +37,7 @@ END_SOLUTION = "END SOLUTION"
 BEGIN_HIDDEN_TESTS = "BEGIN HIDDEN TESTS"
 END_HIDDEN_TESTS = "END HIDDEN TESTS"
 
-CELL_METADATA_KEYS = ("jupyter", "nbgrader")  # e.g. collapsed self-check code, grade ids
+CELL_METADATA_KEYS = ("jupyter", "nbgrader", "tags")  # folded code, grade ids, "demo" cells
 
 REBUILD_COMMAND = "sdpa-course build (or: make notebooks)"
 
@@ -87,7 +87,7 @@ def source_notebook(text: str) -> nbformat.NotebookNode:
         # nbgrader's and Jupyter's keys are content; jupytext's are layout hints for the text.
         for key in CELL_METADATA_KEYS:
             if key in cell.metadata:
-                new.metadata[key] = dict(cell.metadata[key])
+                new.metadata[key] = copy.deepcopy(cell.metadata[key])
         new.id = _cell_id(new, index)
         nb.cells.append(new)
     ids = [cell.id for cell in nb.cells]

@@ -40,7 +40,6 @@ import sys
 import time  # Exercise 4's self-check times one call at the grader's size, too
 import tracemalloc  # Exercise 4's self-check measures memory the way the grader does
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 # Modules students often reach for that are not installed where the work is graded, and the
@@ -284,7 +283,7 @@ ex1_weights = tuple(np.exp(ex1_scores) / np.exp(ex1_scores).sum())
 ex1_output = tuple(np.array(ex1_weights) @ np.array([EX1["v1"], EX1["v2"]]))
 ### END SOLUTION
 
-# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex1_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} tags=["self-check"] nbgrader={"grade": false, "grade_id": "ex1_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 1: checks that your three answers fit together, not the final numbers.
 # Your numbers are those of the cell *Your numbers* (`EX1`).
 # Hand numbers count to three decimals, rounded or cut (for 2/3, 0.667 and 0.666 both count).
@@ -383,7 +382,7 @@ print("Exercise 1 is graded when you submit; the self-check above is only a firs
 # change the scale later, but the fixed factor makes learning *start* with soft attention,
 # whatever $d_k$ is.
 
-# %%
+# %% tags=["demo"] nbgrader={"grade": false, "grade_id": "demo_score_spread", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _show_score_spread(samples=2_000):
     """Sample q.k for random unit-variance vectors and print its spread, raw and scaled."""
     rng = np.random.default_rng(0)
@@ -437,7 +436,7 @@ def softmax(z):
     ### END SOLUTION
 
 
-# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex2_selfcheck_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} tags=["self-check"] nbgrader={"grade": false, "grade_id": "ex2_selfcheck_softmax", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 2(a), on the lesson's worked numbers. float32 or float64 both count.
 def _ex2_softmax_problems():
     if "softmax" not in globals():
@@ -520,7 +519,7 @@ grad_unscaled = (1 - p_unscaled) * p_unscaled
 grad_scaled = (1 - p_scaled) * p_scaled
 ### END SOLUTION
 
-# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex2_selfcheck_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} tags=["self-check"] nbgrader={"grade": false, "grade_id": "ex2_selfcheck_numbers", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 2(b): the weights for your numbers (`EX2`), the gradients against a
 # precise finite-difference estimate, each to three significant figures as when graded.
 def _ex2_figure(reference):
@@ -715,7 +714,7 @@ def attention(Q, K, V, mask=None):
     ### END SOLUTION
 
 
-# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_attention", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} tags=["self-check"] nbgrader={"grade": false, "grade_id": "ex3_selfcheck_attention", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 3(a): shapes, rows, the lesson's scaling numbers, a causal mask and large
 # scores. float32 or float64, -inf or -1e9 for masked scores: all count.
 def _ex3_call(*args, **kwargs):
@@ -904,7 +903,7 @@ def causal_mask(T):
     ### END SOLUTION
 
 
-# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_causal_mask", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} tags=["self-check"] nbgrader={"grade": false, "grade_id": "ex3_selfcheck_causal_mask", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 3(b).
 def _ex3_causal_mask_problems():
     if "causal_mask" not in globals():
@@ -975,7 +974,7 @@ def future_is_zero(attn):
     ### END SOLUTION
 
 
-# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex3_selfcheck_checks", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} tags=["self-check"] nbgrader={"grade": false, "grade_id": "ex3_selfcheck_checks", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 3(c): your checks on matrices whose right answer is known.
 def _ex3_weights(seed, T, dtype, causal=True):
     """A correct (T, T) attention matrix in dtype; its rows sum to 1 only up to rounding."""
@@ -1085,7 +1084,7 @@ _report("Exercise 3(c)", _ex3_check_problems("rows_sum_to_one")
 # As the lesson does, the cell below runs your `attention` on a random causal example and
 # applies your two checks.
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_verify", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% tags=["demo"] nbgrader={"grade": false, "grade_id": "ex3_verify", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _verify_causal_example():
     rng = np.random.default_rng(0)
     T, d_k, d_v = 6, 8, 8
@@ -1123,7 +1122,10 @@ print("Exercise 3 is graded when you submit; the self-checks above are only a fi
 # $j$: key $j$). Above the diagonal, the future should be exactly zero (grey); the first token sees
 # only itself.
 
-# %% nbgrader={"grade": false, "grade_id": "ex3_heatmap", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% tags=["demo"] nbgrader={"grade": false, "grade_id": "ex3_heatmap", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import matplotlib.pyplot as plt  # here, not in setup: only this picture needs it
+
+
 def _draw_causal_attention():
     rng = np.random.default_rng(0)
     T, d_model, d_k, d_v = 8, 16, 8, 4
@@ -1170,7 +1172,7 @@ _draw_causal_attention()
 # $A V$ another $O(T^2 d_v)$: $O(T^2 d)$ **time**, and $O(T^2)$ **memory** for the attention
 # matrix. Memory bites first. One float32 $T \times T$ matrix, for one head of one sequence:
 
-# %%
+# %% tags=["demo"] nbgrader={"grade": false, "grade_id": "demo_attention_memory", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _show_attention_memory():
     """Memory of one float32 (T, T) weight matrix for a few sequence lengths."""
     for T in (1_024, 4_096, 16_384, 65_536):
@@ -1259,7 +1261,7 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
     ### END SOLUTION
 
 
-# %% jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "ex4_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% jupyter={"source_hidden": true} tags=["self-check"] nbgrader={"grade": false, "grade_id": "ex4_selfcheck", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Self-check for Exercise 4: your function against itself (any block size must give the same
 # answer), the lesson's numbers, the causal boundary, large scores and memory at T = 2048.
 
