@@ -121,9 +121,9 @@ def _message(type_name: str, message: str) -> str:
     return ""
 
 
-def _unsupported(name: str, message: str) -> str:
+def _unsupported(name: str, message: str, verb: str) -> str:
     if "too large to send back" in message or "cannot be sent back" in message:
-        return f"{name} returned a value that cannot be sent back"
+        return f"{name} {verb} a value that cannot be sent back"
     found = _KIND.search(message[:1000])
     kind = found.group(1) if found else ""
     if kind.startswith("numpy array of dtype"):
@@ -137,7 +137,7 @@ def _unsupported(name: str, message: str) -> str:
     hint = next((h for h in _HINTS if message.endswith(h)), "")
     strings = _STRINGS_HINT.search(message[-80:])
     hint = hint or (strings.group(0) if strings else _HINTS[1])
-    return f"{name} returned {phrase}; {hint}"
+    return f"{name} {verb} {phrase}; {hint}"
 
 
 def withhold(err: StudentError, name: str, what: str, located: Located) -> StudentError:
@@ -152,7 +152,9 @@ def withhold(err: StudentError, name: str, what: str, located: Located) -> Stude
                               _message(err.type_name, err.message),
                               located.where(name, err.where))
     if isinstance(err, Unserializable):
-        return Unserializable(_unsupported(name, str(err)))
+        verb = "is" if what.startswith("reading") else "returned"
+        return Unserializable(_unsupported(f"`{name}`" if verb == "is" else name, str(err),
+                                           verb))
     if isinstance(err, StudentMemoryLimit):
         return StudentMemoryLimit(f"`{name}(...)` ran past the submission's memory limit")
     if isinstance(err, StudentTimeout):

@@ -228,3 +228,69 @@ def test_grade_shows_nothing_a_hidden_call_wrote(graded):
     for student in ("speaks", "encodes"):
         page = (course / "feedback" / student / "sdpa" / "attention.html").read_text()
         assert "withheld" in page
+
+
+# -- the vocabulary, one StudentError at a time ------------------------------------------------
+
+
+def test_an_exception_keeps_its_builtin_type_and_first_place_and_loses_its_message():
+    from autograder.sandbox import StudentRaised
+    from autograder.withheld import OWN_CLASS, WITHHELD, Located, withhold
+
+    located = Located()
+    first = withhold(StudentRaised("ValueError", "ZQXJ 0.123", "cell 4, line 2"), "softmax",
+                     "calling softmax", located)
+    assert str(first) == f"ValueError (cell 4, line 2); {WITHHELD}"
+    assert first.message == "" and first.type_name == "ValueError"
+    other = withhold(StudentRaised("Zqxj7", "x", "cell 4, line 9"), "softmax",
+                     "calling softmax", located)
+    assert str(other) == f"{OWN_CLASS} (another line of your code); {WITHHELD}"
+    own = withhold(StudentRaised("TypeError", "", "cell 5, line 1"), "attention",
+                   "calling attention", located)  # each function's own first place
+    assert "(cell 5, line 1)" in str(own)
+
+
+@pytest.mark.parametrize(("type_name", "message", "kept"), [
+    ("ModuleNotFoundError", "No module named 'scipy.special'", "No module named 'scipy'"),
+    ("ModuleNotFoundError", "No module named 'q928957'", ""),
+    ("NameError", "name 'scipy_softmax' is not defined", "name 'scipy_softmax' is not defined"),
+    ("ValueError", "No module named 'scipy'", ""),
+])
+def test_only_a_known_module_or_an_undefined_name_is_read_from_a_message(
+        type_name, message, kept):
+    from autograder.sandbox import StudentRaised
+    from autograder.withheld import Located, withhold
+
+    err = withhold(StudentRaised(type_name, message, ""), "softmax", "calling softmax",
+                   Located())
+    assert err.message == kept and message not in str(err)
+
+
+@pytest.mark.parametrize("err", [
+    "StudentDied('`f(...)` stopped: the process exited with code 213')",
+    "StudentDied('the submission\\'s process sent a reply that makes no sense (kind ZQXJ)')",
+    "StudentMemoryLimit('MemoryError: ZQXJ (cell 3, line 4)')",
+    "MissingName('ZQXJ')",
+    "Unserializable('f returned a ZQXJ1 (item [0]); return plain numbers, lists, tuples or "
+    "numpy arrays')",
+    "Unserializable('f returned a value too large to send back (213 bytes)')",
+])
+def test_a_dead_process_a_forged_reply_or_an_object_says_nothing_chosen(err):
+    from autograder import sandbox
+    from autograder.withheld import Located, withhold
+
+    raised = eval(err, vars(sandbox))  # noqa: S307 - the test's own literals
+    told = str(withhold(raised, "f", "calling f", Located()))
+    assert "ZQXJ" not in told and "213" not in told, told
+    assert told
+
+
+def test_a_plain_type_that_cannot_cross_is_still_named():
+    from autograder.sandbox import Unserializable
+    from autograder.withheld import Located, withhold
+
+    told = withhold(Unserializable("causal_mask returned an ellipsis; return plain numbers, "
+                                   "lists, tuples or numpy arrays"), "causal_mask",
+                    "calling causal_mask", Located())
+    assert str(told) == ("causal_mask returned an ellipsis; return plain numbers, lists, "
+                         "tuples or numpy arrays")
