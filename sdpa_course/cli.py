@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 
 from autograder.check import check_path  # light: it imports the engine once it runs
+from autograder.sandbox.private import UnsafeFolder  # stdlib only: a cache folder refused
 from autograder.terminal import one_line
 from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
@@ -224,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     except KitError as err:  # may quote a student's id or file name: each line escaped
         shown = "\n".join(one_line(line) for line in str(err).split("\n"))
         print(f"sdpa-course {args.command}: {shown}", file=sys.stderr)
+        return 2
+    except UnsafeFolder as err:  # a cache folder that is a link or another user's
+        print(f"sdpa-course {args.command}: refusing: {one_line(err)}", file=sys.stderr)
         return 2
     except NotImplementedError as err:
         print(f"sdpa-course {args.command}: not implemented yet ({err})", file=sys.stderr)
