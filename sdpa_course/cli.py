@@ -21,11 +21,12 @@ import argparse
 import atexit
 import os
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 from autograder.check import check_path  # light: it imports the engine once it runs
-from autograder.sandbox.private import UnsafeFolder  # stdlib only: a cache folder refused
+from autograder.sandbox.private import UnsafeFolder, temporary_base  # stdlib only
 from autograder.terminal import one_line
 from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
@@ -220,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     defer_iri_grammar()  # before any command imports nbformat: a second saved
+    # the kit's temporary folders only where nobody else can rename them (a student's TMPDIR
+    # kept by `sudo -E`): /tmp otherwise
+    tempfile.tempdir = temporary_base(tempfile.gettempdir())
     try:
         return args.func(args)
     except KitError as err:  # may quote a student's id or file name: each line escaped
