@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from grade_course_factory import ANSWER_KEY, answer_key, released_course, submit
 
-pytestmark = pytest.mark.skipif(
+as_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None,
     reason="needs root and useradd (an ordinary user prepares the links)")
 
@@ -112,6 +112,7 @@ def _run(home: Path, *argv: str, warm: str = "0") -> subprocess.CompletedProcess
 SCENARIOS = ["font-folder-is-a-link", "font-list-is-a-link", "kit-folder-is-a-link"]
 
 
+@as_root
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_check_as_root_in_a_students_home_follows_none_of_their_links(
         tmp_path, student, scenario):
@@ -124,6 +125,7 @@ def test_check_as_root_in_a_students_home_follows_none_of_their_links(
     assert "refusing" in done.stderr and str(tmp_path / "home" / ".cache") in done.stderr
 
 
+@as_root
 def test_check_as_root_in_a_students_home_keeps_its_cache_in_folders_of_its_own(
         tmp_path, student):
     """No link: root's check grades, its font list in a folder of root's, 0700."""
@@ -140,6 +142,7 @@ def test_check_as_root_in_a_students_home_keeps_its_cache_in_folders_of_its_own(
     assert [p.name for p in fonts.iterdir()] == [_font_list()]
 
 
+@as_root
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_grade_as_root_in_a_students_home_follows_none_of_their_links(
         tmp_path, student, scenario):
@@ -152,3 +155,48 @@ def test_grade_as_root_in_a_students_home_follows_none_of_their_links(
     assert _state(tmp_path / "root") == before
     assert done.returncode == 2, done.stdout + done.stderr
     assert "refusing" in done.stderr and str(tmp_path / "home" / ".cache") in done.stderr
+
+
+# -- the helper itself, as any user --------------------------------------------------------
+
+
+def test_a_kit_folder_is_made_private_and_a_link_at_any_level_is_refused(tmp_path):
+    from autograder.sandbox.private import UnsafeFolder, open_private
+
+    root = tmp_path / "cache"
+    os.close(open_private("warm", root=str(root)))
+    assert stat.S_IMODE((root / "sdpa-course" / "warm").stat().st_mode) == 0o700
+    (root / "sdpa-course").chmod(0o755)  # as earlier versions made it: made private again
+    os.close(open_private("warm", root=str(root)))
+    assert stat.S_IMODE((root / "sdpa-course").stat().st_mode) == 0o700
+    (root / "sdpa-course" / "warm").chmod(0o755)  # a folder of its own, opened to others
+    with pytest.raises(UnsafeFolder, match="may be entered by others"):
+        open_private("warm", root=str(root))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    (root / "sdpa-course" / "fonts").symlink_to(elsewhere)
+    with pytest.raises(UnsafeFolder, match="fonts is a link"):
+        open_private("fonts", root=str(root))
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755  # never chmod'ed through it
+    (tmp_path / "linked-cache").symlink_to(root)
+    with pytest.raises(UnsafeFolder, match="linked-cache is a link"):
+        open_private("warm", root=str(tmp_path / "linked-cache"))
+
+
+def test_a_file_is_replaced_never_written_through_and_a_link_is_never_read(tmp_path):
+    from autograder.sandbox.private import open_private, read_file, write_file
+
+    target = tmp_path / "roots-file"
+    target.write_text("root's own")
+    folder = open_private("fonts", root=str(tmp_path / "cache"))
+    try:
+        fonts = tmp_path / "cache" / "sdpa-course" / "fonts"
+        (fonts / "fontlist.json").symlink_to(target)
+        assert read_file(folder, "fontlist.json") is None
+        write_file(folder, "fontlist.json", b"{}")
+        assert target.read_text() == "root's own"
+        assert not (fonts / "fontlist.json").is_symlink()
+        assert read_file(folder, "fontlist.json") == b"{}"
+        assert sorted(p.name for p in fonts.iterdir()) == ["fontlist.json"]
+    finally:
+        os.close(folder)
