@@ -2,7 +2,11 @@
 
 Type first, then shape, then values; nothing is broadcast before comparing. A failed check
 raises `Mismatch`, whose message is written for the student and never holds reference values
-computed on hidden inputs. Nothing here raises anything else, whatever the student's value
+computed on hidden inputs, nor more than a few words chosen by the answer: an answer computed
+on hidden inputs can pick what it returns to spell them out, so a message names its shape
+only when every size is one the kit chose (`shape_seen`), how many values differ in three
+words (`expect_close`), and its dtype by numpy's name of a kind of number (`_type_name`).
+Nothing here raises anything else, whatever the student's value
 (a 400-digit integer, a string, a ragged list, complex numbers): every such value is an
 answer that is wrong, and says so.
 
@@ -148,8 +152,39 @@ def join_hint(problem: str, hint: str) -> str:
 
 def _type_name(value) -> str:
     if isinstance(value, np.ndarray):
-        return f"an array of {value.dtype}"
-    return f"a {type(value).__name__}"
+        kind = value.dtype.kind
+        if kind in "biufcmM":  # numpy's own names: a bounded few
+            return f"an array of {value.dtype.name}"
+        return {"U": "an array of text", "S": "an array of bytes",
+                "O": "an array of objects"}.get(kind, "an array of another dtype")
+    return f"a {type(value).__name__}"  # plain data only: the codec's few types
+
+
+def shape_seen(shape: tuple, sizes=()) -> str:
+    """`shape` as a message may echo it: when its sizes are among `sizes` (the kit's, for
+    this check), 0, 1 and 2, in at most one more dimension than those; else "another
+    shape", as an answer computed on hidden inputs may choose its shape to spell them."""
+    allowed = {0, 1, 2, *(int(s) for s in sizes)}
+    shape = tuple(shape)
+    if len(shape) <= max(len(sizes), 1) + 1 and all(size in allowed for size in shape):
+        return f"shape {shape}"
+    return "another shape"
+
+
+def mib_seen(nbytes: int) -> int:
+    """Memory in MiB as a message may say it: rounded up to a power of two, as a call on
+    hidden inputs may choose how much it allocates to spell them."""
+    mib = max(1, -(-int(nbytes) // 2**20))
+    return 1 << (mib - 1).bit_length()
+
+
+def _differ(wrong: int, size: int) -> str:
+    """How many values differ, in three words: the count itself is the answer's choice."""
+    if size == 1:
+        return "the value differs"
+    if wrong == size:
+        return f"all {size} values differ"
+    return f"one of {size} values differs" if wrong == 1 else f"some of {size} values differ"
 
 
 def numbers(value) -> np.ndarray | None:
@@ -188,7 +223,7 @@ def as_array(value, what: str, *, dtype_kind: str = "numbers") -> np.ndarray:
     except Exception:  # noqa: BLE001 - whatever numpy makes of it, it is not numbers
         raise Mismatch(f"{what} should be {dtype_kind}, got {_type_name(value)}") from None
     if arr.size > MAX_ANSWER_VALUES:
-        raise Mismatch(f"{what} has {arr.size} values (shape {arr.shape}), far more than "
+        raise Mismatch(f"{what} has more than {MAX_ANSWER_VALUES} values, far more than "
                        "any answer here")
     if dtype_kind == "booleans":
         if arr.dtype != np.bool_:
@@ -219,7 +254,7 @@ def as_verdict(value, what: str) -> bool:
         return bool(value)
     if isinstance(value, np.ndarray) and value.dtype == np.bool_ and value.size == 1:
         return bool(value.reshape(()))
-    shape = f" of shape {value.shape}" if isinstance(value, np.ndarray) else ""
+    shape = f" of {shape_seen(value.shape)}" if isinstance(value, np.ndarray) else ""
     raise Mismatch(f"{what} should return True or False, got {_type_name(value)}{shape}",
                    "a check answers with one bool for the whole matrix (np.all(...) gives one)")
 
@@ -230,7 +265,8 @@ def as_number(value, what: str) -> float:
         raise Mismatch(f"{what} should be a number, got a bool")
     arr = as_floats(value, what)
     if arr.size != 1:
-        raise Mismatch(f"{what} should be a single number, got an array of shape {arr.shape}")
+        raise Mismatch(f"{what} should be a single number, got an array of "
+                       f"{shape_seen(arr.shape)}")
     return float(arr.reshape(()))
 
 
@@ -242,12 +278,13 @@ def as_pair(value, what: str, *, hint: str = "") -> np.ndarray:
     arr = as_floats(value, what)
     if arr.size == 2:  # two values squeeze to (2,) whatever their layout
         return arr.reshape(2)
-    raise Mismatch(f"{what} should be two numbers, got shape {arr.shape}", hint)
+    raise Mismatch(f"{what} should be two numbers, got {shape_seen(arr.shape, (2,))}", hint)
 
 
 def expect_shape(arr: np.ndarray, shape: tuple, what: str, *, hint: str = "") -> None:
     if arr.shape != tuple(shape):
-        raise Mismatch(f"{what} should have shape {tuple(shape)}, got {arr.shape}", hint)
+        raise Mismatch(f"{what} should have shape {tuple(shape)}, got "
+                       f"{shape_seen(arr.shape, shape).removeprefix('shape ')}", hint)
 
 
 def expect_finite(arr: np.ndarray, what: str, *, hint: str = "") -> None:
@@ -275,9 +312,8 @@ def expect_close(
         allowed = tolerance.atol + tolerance.rtol * np.abs(expected)  # expected.shape
         wrong = np.abs(actual - expected) > allowed  # expected.shape
     if np.any(wrong):
-        count = (f"{int(wrong.sum())} of {wrong.size} values differ" if wrong.size > 1
-                 else "the value differs")
-        raise Mismatch(f"{what} is wrong: {count} from the expected result", hint)
+        raise Mismatch(f"{what} is wrong: {_differ(int(wrong.sum()), wrong.size)} from the "
+                       "expected result", hint)
 
 
 def close(actual, expected, tolerance: Tolerance = FLOAT_RESULTS) -> bool:

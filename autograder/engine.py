@@ -25,6 +25,11 @@ from autograder.variants.shown import shown_label
 # in the sandbox to the id the submission is graded as (as JupyterHub sets JUPYTERHUB_USER):
 # a notebook that works its answers out from its numbers works them out for its owner.
 STUDENT_ID_VARIABLE = "SDPA_STUDENT_ID"
+# What a submission printed or warned while the hidden tests called it is the student's text
+# about the hidden inputs (`autograder.withheld`): it is said that there was some, never what.
+WITHHELD_OUTPUT = ("your code printed or warned while the hidden tests called it; that output "
+                   "is withheld, as it was written on hidden inputs: the exercises' "
+                   "self-checks show it on the lesson's examples")
 
 
 def grade_submission(path: Path | str, *, limits=None, pool=None,
@@ -70,13 +75,17 @@ def grade_cells(
     with Sandbox(setup + sandboxed, limits=limits, pool=pool) as sandbox:
         outcomes = sandbox.start()[len(setup):]  # 2. run the cells, the student's own reported
         student = Student(sandbox, variant)
+        # what the notebook says it showed (reported, not used), read before any hidden call
+        # could set it: a call's doings are the student's words about hidden inputs
+        shown = shown_label(student)
         results = run_tests(student)  # 3. the hidden suites, compared in this process
         diagnoses = diagnose_submission(  # 4. probe the exercises that lost points
             student, results, cells=cells, outcomes=outcomes,
             forbidden_imports=set(sandbox.forbidden_imports),
         )
-        shown = shown_label(student)  # what the notebook says it showed: reported, not used
         output, warnings = sandbox.output, list(sandbox.warnings)
+        if sandbox.calls_printed:
+            warnings.append(WITHHELD_OUTPUT)
         refused = sorted(sandbox.forbidden_imports)
         isolation = sandbox.isolation
     if refused:

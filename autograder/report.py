@@ -1,7 +1,8 @@
 """The grade report: the dict of CONTRACT section 2, and a readable table for a terminal.
 
 Beyond the contract's keys the report has `cells` (cells that did not run cleanly, with the
-exercises they belong to), `output` (what the student's code printed), `outputs` (each cell's
+exercises they belong to), `output` (what the student's cells printed; never what a hidden
+test's call printed, `autograder.withheld`), `outputs` (each cell's
 own text and figures, for the feedback page), `warnings` (notes for the student and the
 instructor) and `missing_modules` (`[{"module": "scipy", "names": ["softmax", ...]}]`: modules the
 submission needs that the grader does not have, and the required names that failed because

@@ -1,13 +1,16 @@
 """`student`: what a hidden test sees of a submission, a thin proxy over its Sandbox.
 
 Every value comes back as plain data (numbers, numeric arrays, tuples, lists), copied out of
-the sandboxed process; nothing the student defined ever runs in the trusted process.
+the sandboxed process; nothing the student defined ever runs in the trusted process. Every
+failure comes back in the kit's words only (`autograder.withheld`): the suites and the
+diagnoses call the submission on hidden inputs, and what it writes then is never shown.
 """
 
 from __future__ import annotations
 
 from autograder.sandbox import StudentDied, StudentError, StudentMemoryLimit, StudentTimeout
 from autograder.variants import DEFAULT, Variant
+from autograder.withheld import Located, withhold
 
 # Once a function has hung, blown its memory or killed its process, calling it again would
 # only cost the limit (or one of the sandbox's few restarts) again: later calls fail at once
@@ -22,6 +25,7 @@ class Student:
         self._sandbox = sandbox
         self.variant = variant
         self._exhausted: dict[str, Exception] = {}
+        self._located = Located()  # the one place its exceptions are named at
 
     def has(self, name: str) -> bool:
         """Whether the submission defines `name`; False too if its process cannot answer."""
@@ -61,14 +65,16 @@ class Student:
         )
 
     def _annotated(self, action, name: str, during: str):
-        """Run `action`; a StudentError leaves knowing which name it came from and when."""
+        """Run `action`; a StudentError leaves in the kit's words (`withheld`), knowing
+        which name it came from and when."""
         if name in self._exhausted:
             raise self._exhausted[name]
         try:
             return action()
-        except StudentError as err:
+        except StudentError as raised:
+            err = withhold(raised, name, during, self._located)
             if not getattr(err, "during", None):
                 err.during, err.target = during, name
             if isinstance(err, (StudentTimeout, StudentMemoryLimit, StudentDied)):
                 self._exhausted[name] = err
-            raise
+            raise err from None

@@ -21,10 +21,12 @@ import argparse
 import atexit
 import os
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 from autograder.check import check_path  # light: it imports the engine once it runs
+from autograder.sandbox.private import UnsafeFolder, temporary_base  # stdlib only
 from autograder.terminal import one_line
 from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
@@ -219,11 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     defer_iri_grammar()  # before any command imports nbformat: a second saved
+    # the kit's temporary folders only where nobody else can rename them (a student's TMPDIR
+    # kept by `sudo -E`): /tmp otherwise
+    tempfile.tempdir = temporary_base(tempfile.gettempdir())
     try:
         return args.func(args)
     except KitError as err:  # may quote a student's id or file name: each line escaped
         shown = "\n".join(one_line(line) for line in str(err).split("\n"))
         print(f"sdpa-course {args.command}: {shown}", file=sys.stderr)
+        return 2
+    except UnsafeFolder as err:  # a cache folder that is a link or another user's
+        print(f"sdpa-course {args.command}: refusing: {one_line(err)}", file=sys.stderr)
         return 2
     except NotImplementedError as err:
         print(f"sdpa-course {args.command}: not implemented yet ({err})", file=sys.stderr)

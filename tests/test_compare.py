@@ -28,6 +28,7 @@ from autograder.compare import (
     as_verdict,
     close,
     expect_close,
+    expect_shape,
     numbers,
     significant_figures,
 )
@@ -63,12 +64,32 @@ def test_an_error_of_exactly_the_tolerance_passes_in_grading_and_in_diagnosing(a
     assert FLOAT_RESULTS.ratio([actual], [0.0]) == 1.0
     assert close([actual], [0.0])
 
-def test_a_mismatch_counts_the_wrong_values():
+def test_a_mismatch_says_how_many_values_differ_in_three_words():
+    """one, some or all: the count itself is the answer's to choose (on hidden inputs)."""
     expected = np.zeros((2, 3))
     actual = expected.copy()
-    actual[0, 1] = actual[1, 2] = 0.5
-    with pytest.raises(Mismatch, match="2 of 6 values differ"):
+    actual[0, 1] = 0.5
+    with pytest.raises(Mismatch, match="one of 6 values differs"):
         expect_close(actual, expected, "attn")
+    for wrong in range(2, 6):
+        actual.flat[:wrong] = 0.5
+        with pytest.raises(Mismatch, match="some of 6 values differ") as told:
+            expect_close(actual, expected, "attn")
+        assert str(wrong) not in str(told.value)
+    with pytest.raises(Mismatch, match="all 6 values differ"):
+        expect_close(expected + 1, expected, "attn")
+
+
+@pytest.mark.parametrize(("shape", "expected", "seen"), [
+    ((3, 4), (4, 3), "shape (3, 4)"),  # transposed: the kit's own sizes
+    ((1, 4, 3), (4, 3), "shape (1, 4, 3)"),  # a kept dimension
+    ((9907,), (4, 3), "another shape"),  # a size the answer chose
+    ((4, 3, 4, 3), (4, 3), "another shape"),
+])
+def test_a_shape_is_echoed_only_in_the_sizes_the_kit_chose(shape, expected, seen):
+    with pytest.raises(Mismatch) as told:
+        expect_shape(np.zeros(shape), expected, "out")
+    assert told.value.problem.endswith(seen.removeprefix("shape "))
 
 
 def test_the_tolerances_cannot_be_changed_by_the_code_that_uses_them():
@@ -117,7 +138,8 @@ def test_numbers_too_large_for_a_float_are_refused_but_an_infinity_is_a_value():
     (np.array(["2026-11-20"], dtype="M8[D]"), "datetime64"),
     (np.array([1 + 2j]), "complex128"),
     (np.array([[1.0, 2.0]], dtype=object), "numbers too large for a float"),
-    (np.array(["0.5"]), "an array of <U3"),  # strings, not numbers too large
+    (np.array(["0.5"]), "got text \\(an array of text\\)"),  # not numbers too large;
+    # text of any length (its dtype, <U3, would say the length the answer chose)
 ])
 def test_a_value_that_is_not_real_numbers_is_named_in_the_message(value, named):
     with pytest.raises(Mismatch, match=named):

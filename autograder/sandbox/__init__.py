@@ -9,8 +9,10 @@ Usage::
 
 Beyond the contract: `CellOutcome.output` (a cell's captured output), `CellOutcome.images`
 (the figures it drew, within a budget for the whole submission: `images`) and
-`CellOutcome.figures_dropped` (those beyond it), `Sandbox.last_output` (that of the latest
-query), `Sandbox.isolation` (the pool's mode), `Sandbox.restarts`, `Sandbox.budget_left`,
+`CellOutcome.figures_dropped` (those beyond it), `Sandbox.output` (the cells' output only),
+`Sandbox.last_output` (that of the latest query, kept out of `output`: a call runs on the
+grader's inputs), `Sandbox.calls_printed`, `Sandbox.isolation` (the pool's mode),
+`Sandbox.restarts`, `Sandbox.budget_left`,
 `Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`, `Limits.help()` (help text
 per limit), `SandboxPool.layers` (what the kernel granted),
 `SandboxPool.start(wait=False)`, which boots the zygote (about half a second of numpy and

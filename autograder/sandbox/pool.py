@@ -35,7 +35,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .. import BLAS_THREAD_VARIABLES
-from . import warm
+from . import private, warm
 from .blocker import FORBIDDEN_PACKAGES
 from .cgroups import Cgroups, SubmissionCgroup
 from .errors import IsolationUnavailable
@@ -44,7 +44,7 @@ from .limits import Limits
 # Shipped in dependency order and exec'd as the package `_sdpa_sandbox` inside the zygote, so
 # the worker never needs the `autograder` package importable there.
 SANDBOX_MODULES = ("blocker", "codec", "kernel", "seccomp", "landlock", "rootfs", "isolation",
-                   "worker", "zygote")
+                   "private", "worker", "zygote")
 BOOTSTRAP = """\
 # sdpa-course: the sandbox's zygote (see autograder/sandbox/zygote.py)
 import marshal, sys, types
@@ -165,25 +165,31 @@ def find_hidden_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
     return sorted(set(paths))
 
 
-def _font_cache_directory() -> str:
-    """A directory, private to this user, where the zygote keeps matplotlib's font list.
+FONT_CACHE = "sandbox-matplotlib"
 
-    Building that list takes a good part of the zygote's start. Only the zygote uses it, before
-    it isolates itself; workers never see it.
+
+def _font_cache() -> tuple[str, int]:
+    """The folder, private to this user, where the zygote keeps matplotlib's font list: its
+    path (part of the zygote's key) and a descriptor of it (`private`: no link at any level,
+    this user's, 0700), or ("", -1) where there is no cache folder at all. A folder that is
+    a link or another user's refuses grading (`private.UnsafeFolder`, naming it).
+
+    Building that list takes a good part of the zygote's start. Only the zygote uses it,
+    before it isolates itself, through the descriptor (`zygote.font_list`); workers never
+    see it.
     """
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    directory = base / "sdpa-course" / "sandbox-matplotlib"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        directory.chmod(0o700)
+        fd = private.open_private(FONT_CACHE)
+    except private.UnsafeFolder:
+        raise
     except OSError:
-        return ""
-    return str(directory)
+        return "", -1
+    return os.path.join(private.cache_root(), private.KIT_FOLDER, FONT_CACHE), fd
 
 
 def _zygote_environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/",
-           "MPLBACKEND": "Agg", "TMPDIR": tempfile.gettempdir()}
+           "MPLBACKEND": "Agg", "TMPDIR": private.temporary_base(tempfile.gettempdir())}
     for name in BLAS_THREAD_VARIABLES:
         env[name] = "1"
     return env
@@ -355,8 +361,15 @@ class SandboxPool:
 
     def _begin_launch(self) -> None:
         self._ensure_cgroups()
-        config = {"isolation": self.isolation, "hidden": self.hidden,
-                  "font_cache": _font_cache_directory()}
+        font_cache, font_fd = _font_cache()
+        try:
+            self._launch(font_cache, font_fd)
+        finally:
+            if font_fd >= 0:
+                os.close(font_fd)  # the zygote's copy, if it started, is its own
+
+    def _launch(self, font_cache: str, font_fd: int) -> None:
+        config = {"isolation": self.isolation, "hidden": self.hidden, "font_cache": font_cache}
         environment = _zygote_environment()
         listener = self._warm_listener(config, environment) if self.keep_warm else None
         if self._attached:  # a warm zygote answered
@@ -365,6 +378,9 @@ class SandboxPool:
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the zygote's pid, below
         config["control_fd"] = theirs.fileno()
         passed = [theirs.fileno()]
+        if font_fd >= 0:
+            config["font_cache_fd"] = font_fd
+            passed.append(font_fd)
         if listener is not None:
             config.update(listen_fd=listener.fileno(), idle_seconds=self.keep_warm)
             passed.append(listener.fileno())
@@ -421,7 +437,7 @@ class SandboxPool:
             ours.send(json.dumps(write_id_maps(process.pid)).encode())
         if not ready.get("ok"):
             if self._warm_socket is not None:  # nobody will listen there
-                self._warm_socket.unlink(missing_ok=True)
+                warm.remove(self._warm_socket)
             process.kill()
             detail = process.stderr.read().decode(errors="replace")[-2000:]
             process.wait()

@@ -105,7 +105,8 @@ class Sandbox:
         self.forbidden_imports: set[str] = set()
         self.warnings: list[str] = []
         self.outcomes: list[CellOutcome] | None = None
-        self.last_output = ""  # stdout/stderr of the latest call, get or has
+        self.last_output = ""  # stdout/stderr of the latest call, get or has: never in `output`
+        self.calls_printed = False  # whether a call printed or warned anything (withheld)
         self.restarts = 0
         self.cpu_seconds = 0.0  # CPU used by the workers that have ended (all, after close)
         self.uid = SandboxPool.new_uid()
@@ -126,7 +127,8 @@ class Sandbox:
 
     @property
     def output(self) -> str:
-        """All captured student stdout/stderr, truncated, with a dropped-bytes marker."""
+        """What the cells printed (stdout/stderr), truncated, with a dropped-bytes marker;
+        never what a call printed (`last_output`)."""
         return self._output.text()
 
     @property
@@ -314,11 +316,14 @@ class Sandbox:
         segment = OutputCapture(self.limits.output_bytes)
         seconds = self.limits.call_seconds
         try:
+            # A query's output stays out of `output`: a call runs on the grader's (hidden)
+            # inputs, and what it prints is the student's text about them.
             reply, reply_blob, interrupted = self._timed(
-                worker, message, blob, seconds, [segment, self._output], student_code)
+                worker, message, blob, seconds, [segment], student_code)
         except WorkerLost as lost:
             self._discard_worker()
             self.last_output = segment.text()
+            self.calls_printed = self.calls_printed or bool(self.last_output)
             if lost.status == "timeout":
                 text = self._timeout_text(seconds) if self.out_of_time else str(lost)
                 raise StudentTimeout(f"{what} {text}") from None
@@ -326,6 +331,7 @@ class Sandbox:
                 raise StudentMemoryLimit(f"{what} {lost}") from None
             raise StudentDied(f"{what} stopped: {lost}") from None
         self.last_output = segment.text()
+        self.calls_printed = self.calls_printed or bool(self.last_output)
         self._note_forbidden(reply)
         if interrupted:
             raise StudentTimeout(f"{what} {self._timeout_text(seconds)}")

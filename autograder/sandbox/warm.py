@@ -10,7 +10,8 @@ code, with the same namespaces, root, limits, Landlock and seccomp: nothing abou
 changes, only who paid for the zygote's start.
 
 Who may connect: the socket lives in a directory of this user's only (mode 0700, owned by
-them, not a link: otherwise nothing is kept warm), the client checks that the listener is this
+them, no link at any level under the cache root: `private`; otherwise nothing is kept
+warm), the client checks that the listener is this
 user (SO_PEERCRED), and the zygote checks the same of each client. Student code never holds
 the listening socket (each worker closes every descriptor but its own channel) and cannot see
 the directory (its private root has no home and no /run).
@@ -36,6 +37,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from . import private
 
 WARM_VARIABLE = "SDPA_COURSE_WARM_SANDBOX"
 DEFAULT_IDLE_SECONDS = 600.0
@@ -68,26 +71,22 @@ def _private_directory(path: Path) -> bool:
 
 
 def socket_directory() -> Path | None:
-    """This user's private directory for warm zygotes' sockets, made if missing; None where
-    none can be had (a shared or foreign directory is never used)."""
+    """This user's private directory for warm zygotes' sockets, made if missing (`private`:
+    no link at any level, this user's, 0700); None where none can be had (a shared or
+    foreign directory, or a link, is never used)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     candidates = []
     if runtime.startswith("/") and _private_directory(Path(runtime)):  # never made here
-        candidates.append(Path(runtime) / "sdpa-course")
-    try:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    except RuntimeError:  # no HOME and no passwd entry (an arbitrary uid in a container)
-        base = ""
-    if base.startswith("/"):
-        candidates.append(Path(base) / "sdpa-course" / "warm")
-    for directory in candidates:
+        candidates.append((runtime, ()))
+    base = private.cache_root()
+    if base:
+        candidates.append((base, ("warm",)))
+    for root, parts in candidates:
         try:
-            directory.parent.mkdir(parents=True, exist_ok=True)
-            directory.mkdir(mode=0o700, exist_ok=True)
-        except OSError:
+            os.close(private.open_private(*parts, root=root))
+        except (OSError, private.UnsafeFolder):
             continue
-        if _private_directory(directory):
-            return directory
+        return Path(root, private.KIT_FOLDER, *parts)
     return None
 
 
@@ -112,12 +111,15 @@ def socket_path(key: str) -> Path | None:
 
 
 @contextmanager
-def _addressed(path: Path) -> Iterator[str]:
-    """`path` as a socket address short enough for sun_path's 108 bytes, however deep its
-    directory: through a descriptor of that directory."""
-    directory = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+def _addressed(path: Path) -> Iterator[tuple[int, str]]:
+    """`path`'s directory as a descriptor, and `path` as a socket address short enough for
+    sun_path's 108 bytes, however deep that directory, through it. The directory must be
+    this user's and no link (it may have been swapped since it was checked)."""
+    directory = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        yield f"/proc/self/fd/{directory}/{path.name}"
+        if os.fstat(directory).st_uid != os.geteuid():
+            raise OSError(f"{path.parent} is not this user's folder")
+        yield directory, f"/proc/self/fd/{directory}/{path.name}"
     finally:
         os.close(directory)
 
@@ -137,7 +139,7 @@ def connect(path: Path) -> tuple[socket.socket, dict, int] | None:
     try:
         connection.settimeout(HELLO_SECONDS)
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # its pid, below
-        with _addressed(path) as address:
+        with _addressed(path) as (_, address):
             connection.connect(address)
         if peer_uid(connection) != os.geteuid():
             raise OSError("the warm zygote's socket is another user's")
@@ -164,18 +166,27 @@ def listen(path: Path) -> socket.socket | None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     except OSError:
         return None
-    staging = path.with_name(f"{path.name}.{os.getpid()}")
+    staging = f"{path.name}.{os.getpid()}"
     try:
-        staging.unlink(missing_ok=True)
-        with _addressed(staging) as address:
-            listener.bind(address)
-        os.chmod(staging, 0o600)
-        listener.listen(8)
-        os.replace(staging, path)
+        with _addressed(path) as (directory, address):
+            try:
+                os.unlink(staging, dir_fd=directory)
+            except FileNotFoundError:
+                pass
+            try:  # every step through the checked directory's descriptor, none by path
+                listener.bind(os.path.join(os.path.dirname(address), staging))
+                os.chmod(os.path.join(os.path.dirname(address), staging), 0o600)
+                listener.listen(8)
+                os.replace(staging, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+            except OSError:
+                try:
+                    os.unlink(staging, dir_fd=directory)
+                except OSError:
+                    pass
+                raise
         return listener
     except OSError:
         listener.close()
-        staging.unlink(missing_ok=True)
         return None
 
 
@@ -192,5 +203,14 @@ def stop(path: Path) -> bool:
         pass
     finally:
         connection.close()
-    path.unlink(missing_ok=True)
+    remove(path)
     return True
+
+
+def remove(path: Path) -> None:
+    """Take the socket at `path` away, through its checked directory (never a link)."""
+    try:
+        with _addressed(path) as (directory, _):
+            os.unlink(path.name, dir_fd=directory)
+    except OSError:
+        pass

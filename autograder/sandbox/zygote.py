@@ -42,9 +42,10 @@ import struct
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import codec, isolation, kernel, landlock, rootfs, seccomp
+from . import codec, isolation, kernel, landlock, private, rootfs, seccomp
 from .blocker import FORBIDDEN_PACKAGES, ImportBlocker
 from .worker import Worker
 
@@ -92,6 +93,47 @@ def preload() -> None:
     figure.canvas.draw()
     plt.close("all")
     np.ones((4, 4)) @ np.ones((4, 4))  # (4, 4): initialises BLAS
+
+
+@contextmanager
+def font_list(cache: int, scratch: str):
+    """Matplotlib's font list, kept in the cache folder behind the descriptor `cache`
+    (checked by the pool: `private`) while matplotlib reads and writes it in `scratch`, a
+    fresh folder of the zygote's: copied in before, copied back (a new file renamed into
+    place) if matplotlib wrote a new one. Nothing in the cache is opened through a link,
+    whatever its owner left there."""
+    if cache < 0:
+        yield
+        return
+    try:
+        names = [n for n in os.listdir(private.fd_path(cache))
+                 if n.startswith("fontlist-") and n.endswith(".json")]
+    except OSError:
+        names = []
+    kept = {}
+    for name in names:
+        data = private.read_file(cache, name)
+        if data is not None:
+            kept[name] = data
+            with open(os.path.join(scratch, name), "xb") as copy:
+                copy.write(data)
+    try:
+        yield
+    finally:
+        made = -1
+        try:
+            made = os.open(scratch, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            for name in os.listdir(scratch):
+                if name.startswith("fontlist-") and name.endswith(".json"):
+                    data = private.read_file(made, name)
+                    if data is not None and kept.get(name) != data:
+                        private.write_file(cache, name, data)
+        except OSError:
+            pass  # a font list not kept: the next zygote builds it again
+        finally:
+            if made >= 0:
+                os.close(made)
+            os.close(cache)
 
 
 def _write(fd: int, message: dict) -> None:
@@ -420,15 +462,15 @@ def main(config: dict) -> None:
     hidden = [str(p) for p in config.get("hidden", ())]
     setup = Setup(str(config["isolation"]))
     try:
-        cache = str(config.get("font_cache") or "")
-        scratch = "" if cache else tempfile.mkdtemp(prefix="sdpa-sandbox-mpl-")
-        os.environ["MPLCONFIGDIR"] = cache or scratch
+        cache = config.get("font_cache_fd")
+        scratch = tempfile.mkdtemp(prefix="sdpa-sandbox-mpl-")
+        os.environ["MPLCONFIGDIR"] = scratch
         before = set(sys.modules)
-        preload()
+        with font_list(cache if type(cache) is int else -1, scratch):
+            preload()
         marks["preloaded"] = time.monotonic()
         imported = set(sys.modules) - before
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
         _forget_forbidden_modules()
         own_pid_namespace = -1
         if setup.mode == isolation.NAMESPACES:

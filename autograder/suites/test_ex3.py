@@ -225,7 +225,9 @@ def call_attention(student, Q, K, V, *, readonly=False, **mask):
 def as_result(result):
     """The two arrays of a `(out, attn)` answer, in the order returned, as numbers."""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        kind = (f"{len(result)} values" if isinstance(result, (tuple, list))
+        # a count the answer chose (on hidden inputs) is named up to 5 (`compare.shape_seen`)
+        kind = ((f"{len(result)} values" if len(result) <= 5 else "more than 5 values")
+                if isinstance(result, (tuple, list))
                 else "None" if result is None else "one value")
         raise Mismatch(f"attention should return two arrays, (out, attn); it returned {kind}")
     return as_array(result[0], "out"), as_array(result[1], "attn")

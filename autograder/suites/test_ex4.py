@@ -59,6 +59,7 @@ from autograder.compare import (
     close,
     expect_close,
     expect_shape,
+    mib_seen,
 )
 from autograder.diagnoses.ex4 import blockwise_model, slip_models
 from autograder.sandbox import StudentRaised
@@ -457,12 +458,12 @@ def test_blockwise_memory_stays_far_below_one_score_matrix(student):
             raise Mismatch(f"the memory of {what} could not be measured: {use.unmeasured}",
                            "start no thread or process in the notebook")
         if use.traced > MEMORY_LIMIT_BYTES:
-            used = -(-use.traced // 2**20)  # MiB, rounded up
+            used = mib_seen(use.traced)
             raise Mismatch(f"{what} allocated up to {used} MiB at once; the limit is "
                            f"{limit_mib} MiB, a quarter of one {MEMORY_T} x {MEMORY_T} "
                            f"float64 matrix ({matrix_mib} MiB)", hint)
         if use.resident is not None and use.resident > RESIDENT_BOUND_BYTES:
-            used = -(-use.resident // 2**20)  # MiB, rounded up
+            used = mib_seen(use.resident)
             raise Mismatch(f"{what} made its process's memory grow by {used} MiB at once, as "
                            f"the operating system counts it (memory maps and pages hidden "
                            f"from tracemalloc included); blockwise code stays below "
