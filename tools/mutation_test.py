@@ -192,9 +192,9 @@ def sample_mutants(session: Path, size: int, seed: int) -> int:
         pending = sorted(item.job_id for item in db.pending_work_items)
         chosen = set(random.Random(seed).sample(pending, min(size, len(pending))))
         left_out = [job for job in pending if job not in chosen]
-        for job in left_out:
-            db.set_result(job, WorkResult(output="not sampled", test_outcome=None, diff=None,
-                                          worker_outcome=WorkerOutcome.SKIPPED))
+        db.set_multiple_results(left_out, WorkResult(
+            output="not sampled", test_outcome=None, diff=None,
+            worker_outcome=WorkerOutcome.SKIPPED))
     return len(left_out)
 
 
