@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leftovers import claim_shared_memory_of
+
 DASK = str(Path(sys.executable).parent / "dask")
 START_SECONDS = 60.0
 
@@ -64,7 +66,9 @@ def _is_resource_tracker(pid: int) -> bool:
 def kill_group(group: int, sig: int = signal.SIGKILL, timeout: float = 30.0) -> None:
     """Send `sig` to every process of the group but multiprocessing's resource tracker (which
     unlinks the semaphores the others leave once they are gone), and wait until the whole
-    group is gone; SIGKILL whatever of it is left after `timeout`."""
+    group is gone; SIGKILL whatever of it is left after `timeout`. What the group held in
+    /dev/shm is claimed as the session's first: the session's end checks it is gone."""
+    claim_shared_memory_of(group_members(group))
     for pid in group_members(group):
         if not _is_resource_tracker(pid):
             with contextlib.suppress(ProcessLookupError):
