@@ -216,7 +216,7 @@ LISTEN_AS_NOBODY = textwrap.dedent("""
 CONNECT_AS_NOBODY = textwrap.dedent("""
     import socket, sys
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    connection.settimeout(10)
+    connection.settimeout(60)
     connection.connect(sys.argv[1])
     print(len(connection.recv(1 << 16)))
 """)

@@ -94,7 +94,7 @@ def lab(graded_course, tmp_path_factory):
 @pytest.fixture
 def page(browser):
     page = browser.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(60_000)  # as the expectations' (playwright_api)
     yield page
     page.close()
 
