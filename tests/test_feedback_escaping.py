@@ -204,3 +204,47 @@ def test_every_hostile_field_shows_as_text_where_it_belongs(page):
     missing = [field for field in fields
                if field not in NOT_SHOWN and f"FIELD[{field}]" not in shown]
     assert not missing, f"fields the page does not show: {missing}"
+
+
+# -- the class report ---------------------------------------------------------------------------
+
+def hostile_class() -> tuple[dict, dict, list[str]]:
+    """(records, marks, missing) in which every string a student or the gradebook gives is
+    hostile: ids, test names, diagnosis codes, reasons, cells, written answers' names."""
+    graded, failed = hostile("student.graded"), hostile("student.failed")
+    exercise = {"score": 1.0, "max_score": 2.0, "diagnoses": [hostile("diagnosis.code")],
+                "tests": [{"name": hostile("test.name"), "passed": False}]}
+    records = {
+        graded: {"student": graded, "status": "graded", "score": 1.0, "max_score": 2.0,
+                 "exercises": {"ex1": exercise}, "variant": {"label": hostile("variant")},
+                 "stopped_cells": [hostile("stopped.cell")],
+                 "check_by_hand": [hostile("check_by_hand")]},
+        failed: {"student": failed, "status": "failed", "error": hostile("failed.error"),
+                 "score": None, "max_score": 2.0, "exercises": {}},
+    }
+    marks = {graded: {"written": {hostile("written.name"): {"score": None, "max_score": 1.0}},
+                      "timestamp": hostile("timestamp"), "seconds_late": 7200.0,
+                      "late_penalty": 0.0}}
+    return records, marks, [hostile("student.missing")]
+
+
+def test_no_hostile_string_becomes_markup_in_the_class_report(tmp_path):
+    from sdpa_course.reports.class_report import write_class_report
+
+    records, marks, missing = hostile_class()
+    paths = write_class_report(records, tmp_path / "report", hostile("assignment"),
+                               marks=marks, missing=missing, notebook=hostile("notebook"),
+                               note=hostile("note"))
+    parsed = Page(paths["class report"].read_text(encoding="utf-8"))
+    forbidden = [tag for tag, _ in parsed.tags if tag in FORBIDDEN_TAGS]
+    handlers = [(tag, name) for tag, attrs in parsed.tags for name in attrs
+                if name.startswith("on") or name == "data-field"]
+    scripted = [(tag, attrs) for tag, attrs in parsed.tags for value in attrs.values()
+                if value and value.strip().lower().startswith("javascript:")]
+    assert not forbidden and not handlers and not scripted, (forbidden, handlers, scripted)
+    shown = "".join(parsed.text) + "\n".join(
+        value or "" for _, attrs in parsed.tags for value in attrs.values())
+    fields = set(re.findall(r"FIELD\[([^\]]+)\]", repr((records, marks, missing))))
+    fields = (fields | {"assignment", "notebook", "note"}) - {"variant"}  # only in scores.csv
+    missing_fields = sorted(f for f in fields if f"FIELD[{f}]" not in shown)
+    assert not missing_fields, f"fields the report does not show: {missing_fields}"
