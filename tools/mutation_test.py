@@ -70,6 +70,10 @@ TARGETS = {t.name: t for t in (
     Target("compare", ("autograder/compare.py",),
            "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py "
            "tests/test_engine_parts.py tests/test_corpus.py"),
+    Target("compare-quick", ("autograder/compare.py",),
+           "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py",
+           "compare's mutants against its quick tests alone (no corpus, no engine): a sample "
+           "that fits in an hour on a loaded machine; `compare` runs the whole set"),
     Target("diagnoses", ("autograder/diagnoses",),
            "tests/test_hostile_values.py tests/test_engine_parts.py tests/test_corpus.py "
            "tests/test_names.py"),
