@@ -81,7 +81,8 @@ TARGETS = {t.name: t for t in (
            "tests/test_docs.py tests/test_sandbox.py -k 'limit or memory or timeout or output'"),
     Target("isolation", ("autograder/sandbox/isolation.py",), "tests/test_sandbox.py"),
     Target("recording", ("sdpa_course/grading/recording.py",
-                         "sdpa_course/grading/submissions.py"),
+                         "sdpa_course/grading/submissions.py",
+                         "sdpa_course/grading/gradebook.py"),
            # in this order (pytest keeps it): the quick ones first, so most mutants die early
            " ".join(f"tests/test_grade.py::{name}" for name in (
                "test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported",
@@ -94,6 +95,8 @@ TARGETS = {t.name: t for t in (
                "test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_"
                "penalty",
                "test_force_regrade_keeps_hand_given_marks",
+               "test_a_failed_resubmission_after_hand_marks_keeps_the_hand_marks_and_no_"
+               "automatic_score",
                "test_ignored_source_files_never_reach_autograded_or_feedback",
                "test_a_course_database_elsewhere_is_honoured",
                "test_interrupted_run_resumes_with_the_unrecorded_student",
