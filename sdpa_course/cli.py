@@ -8,6 +8,9 @@ Start-up is time people wait for (`benchmarks/bench_breakdown.py` shows where it
 
 - each subcommand imports its module only when it runs: nbgrader alone takes most of a
   second to import, which `sdpa-course check` and `--help` do without;
+- bad input is answered before any of that (`_argument_problem`): an unknown option, a
+  course directory that is not one, an empty student id, an answer key's missing folder are
+  said at once, with the subcommand's own usage, and nothing is created for them;
 - `grade` starts the sandbox's zygote (half a second of numpy and matplotlib) before it
   imports nbgrader, on the other processor; `check` starts it before numpy;
 - imports run with the garbage collector paused and without rfc3987_syntax's grammar
@@ -28,6 +31,7 @@ from pathlib import Path
 from autograder.check import check_path  # light: it imports the engine once it runs
 from autograder.sandbox.private import UnsafeFolder, temporary_base  # stdlib only
 from autograder.terminal import one_line
+from sdpa_course.assignment import COURSE_CONFIG, NO_TEXT_SOURCE, NOT_A_COURSE, TEXT_SOURCE
 from sdpa_course.deferred_imports import collector_paused, defer_iri_grammar
 from sdpa_course.errors import KitError
 
@@ -101,11 +105,6 @@ def _student_id(typed: str | None) -> str | None:
 
 def _check(args: argparse.Namespace) -> int:
     args.student = _student_id(args.student)
-    if args.student is not None and not args.student.strip():
-        raise KitError("--student needs the student's id (without it, the lesson's numbers are "
-                       "checked)")
-    if args.course and not args.student:
-        raise KitError("--course needs --student: the id of the student to grade as")
     variant = None
     if args.student and args.course:
         from sdpa_course.course.directory import Course  # deferred: start-up time (nbgrader)
@@ -135,6 +134,42 @@ def _variant(args: argparse.Namespace) -> int:
     print(show_variant(Path(args.course_dir), _student_id(args.student), as_json=args.json,
                        answer_key=answer_key))
     return 0
+
+
+def _not_a_course(folder: str | Path) -> str | None:
+    """Why `folder` is not a course directory, told without importing nbgrader; or None."""
+    if (Path(folder) / COURSE_CONFIG).is_file():
+        return None
+    return NOT_A_COURSE.format(root=Path(folder).resolve())
+
+
+def _argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments that needs none of the kit's heavy modules to see: it
+    is said at once, with the subcommand's usage, and nothing is made for a bad path."""
+    if args.command == "variant" and not _student_id(args.student).strip():
+        return ("a student id is needed, as in submitted/<student>/ (an empty id would show "
+                "the lesson's own numbers)")
+    if args.command == "build" and not (Path(args.root) / TEXT_SOURCE).is_file():
+        return NO_TEXT_SOURCE.format(path=Path(args.root) / TEXT_SOURCE)
+    if args.command in ("release", "grade", "feedback", "variant"):
+        if problem := _not_a_course(args.course_dir):
+            return problem
+    if args.command == "check":
+        if not Path(args.path).exists():
+            return f"{args.path}: no such file"
+        student = _student_id(args.student)
+        if student is not None and not student.strip():
+            return ("--student needs the student's id (without it, the lesson's numbers are "
+                    "checked)")
+        if args.course and not student:
+            return "--course needs --student: the id of the student to grade as"
+        if args.course:
+            return _not_a_course(args.course)
+    if args.command == "variant" and args.answer_key:
+        if not Path(args.answer_key).parent.is_dir():
+            return (f"cannot write the answer key to {args.answer_key}: its folder "
+                    f"{Path(args.answer_key).parent} does not exist")
+    return None
 
 
 def _positive(text: str) -> int:
@@ -218,8 +253,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
+    """argparse's own form of an error (usage, then the message), each line escaped: a path
+    or a student id typed on the command line may hold terminal escapes."""
+    parser.print_usage(sys.stderr)
+    shown = "\n".join(one_line(line) for line in message.split("\n"))
+    print(f"{parser.prog}: error: {shown}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    # the subcommand's usage, not the top level's: argparse's own unknown-option error
+    # would show `sdpa-course COMMAND ...`
+    command = parser._subparsers._group_actions[0].choices[args.command]
+    if unknown:
+        return _usage_error(command, f"unrecognized arguments: {' '.join(unknown)}")
+    if problem := _argument_problem(args):
+        return _usage_error(command, problem)
     defer_iri_grammar()  # before any command imports nbformat: a second saved
     # the kit's temporary folders only where nobody else can rename them (a student's TMPDIR
     # kept by `sudo -E`): /tmp otherwise

@@ -5,10 +5,16 @@ in its own temporary working directory with `--nworkers 1 --nthreads 1 --no-dash
 test can kill one outright, as a machine failing would. The scheduler binds a port of its own
 choosing (`--port 0`) and writes its address to a scheduler file; every process keeps its
 scratch space (`dask-scratch-space`) in its own working directory.
+
+Killing a group outright spares multiprocessing's resource tracker in it: the nanny's
+semaphores (`/dev/shm/sem.mp-*`, made by its spawn context) are unlinked only by that tracker
+once the processes holding them are gone, so a SIGKILL to the whole group left six in
+/dev/shm per worker. `kill_group` waits until every process of the group is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +24,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from leftovers import claim_shared_memory_of
 
 DASK = str(Path(sys.executable).parent / "dask")
 START_SECONDS = 60.0
@@ -31,15 +39,54 @@ def _start(command: list[str], cwd: Path) -> subprocess.Popen:
                             stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def _kill_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+def group_members(group: int) -> list[int]:
+    """The processes of a process group (Linux's /proc), zombies left out."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(entry))
+    return members
+
+
+def _is_resource_tracker(pid: int) -> bool:
     try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"multiprocessing.resource_tracker" in cmdline.read()
+    except OSError:
+        return False
+
+
+def kill_group(group: int, sig: int = signal.SIGKILL, timeout: float = 30.0) -> None:
+    """Send `sig` to every process of the group but multiprocessing's resource tracker (which
+    unlinks the semaphores the others leave once they are gone), and wait until the whole
+    group is gone; SIGKILL whatever of it is left after `timeout`. What the group held in
+    /dev/shm is claimed as the session's first: the session's end checks it is gone."""
+    claim_shared_memory_of(group_members(group))
+    for pid in group_members(group):
+        if not _is_resource_tracker(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+    if not wait_until(lambda: not group_members(group), timeout):
+        for pid in group_members(group):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not group_members(group), timeout)
+
+
+def _kill_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """Stop one of our `dask` processes and its group, and reap it."""
+    kill_group(process.pid, sig)
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid, signal.SIGKILL)
         process.wait()
 
 

@@ -22,7 +22,7 @@ from grade_course_factory import answer_key, submit, variant_of
 
 from autograder.corpus import case
 from autograder.exercises import EXERCISES, EXTRA_CREDIT, MAX_SCORE
-from sdpa_course.cli import build_parser
+from sdpa_course.cli import build_parser, main
 from sdpa_course.demo import notebook_from_source
 
 BIN = Path(sys.executable).parent
@@ -89,6 +89,98 @@ def test_no_command_and_an_unknown_flag_are_refused(tmp_path):
     for workers in ("0", "-3", "two"):  # 0 meant every core and -3 one, without a word
         refused = sdpa_course("grade", "--workers", workers, cwd=tmp_path)
         assert refused.returncode == 2 and "1 or more" in refused.stderr, refused.stderr
+
+
+def _required_arguments(command: str) -> list[str]:
+    """What `command` cannot go without: its positional arguments, filled in."""
+    return {"init": ["a-folder"], "check": ["x.py"], "variant": ["ann"]}.get(command, [])
+
+
+def test_each_subcommands_unknown_option_prints_that_subcommands_usage(tmp_path, capsys):
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for command in commands:
+        assert main([command, *_required_arguments(command), "--bogus"]) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith(f"usage: sdpa-course {command} "), err
+        assert f"sdpa-course {command}: error: unrecognized arguments: --bogus" in err
+    # the console script says the same
+    done = sdpa_course("grade", "--bogus", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("usage: sdpa-course grade ")
+    assert not list(tmp_path.iterdir())
+
+
+# Bad input, the subcommand's usage expected with the message (`{tmp}`: a fresh folder that
+# holds a file `course/nbgrader_config.py`, so `course` passes for a course directory).
+BAD_INPUT = [
+    (["release"], "not a course directory"),
+    (["grade", "--course-dir", "{tmp}/missing/course"], "not a course directory"),
+    (["feedback", "--course-dir", "{tmp}"], "not a course directory"),
+    (["variant", "ann", "--course-dir", "{tmp}/missing"], "not a course directory"),
+    (["variant", " ", "--course-dir", "{tmp}/course"], "a student id is needed"),
+    (["variant", "ann", "--course-dir", "{tmp}/course", "--answer-key",
+      "{tmp}/missing/dir/ann.ipynb"], "{tmp}/missing/dir does not exist"),
+    (["check", "{tmp}/missing/x.ipynb"], "no such file"),
+    (["check", "{tmp}/course/nbgrader_config.py", "--student", ""], "--student needs"),
+    (["check", "{tmp}/course/nbgrader_config.py", "--course", "{tmp}/course"],
+     "--course needs --student"),
+    (["check", "{tmp}/course/nbgrader_config.py", "--student", "ann", "--course",
+      "{tmp}/missing"], "not a course directory"),
+    (["build", "--root", "{tmp}/missing"], "no notebook text source"),
+    (["grade", "--workers", "0"], "1 or more"),
+    (["grade", "--bogus"], "unrecognized arguments"),
+]
+
+
+def test_bad_input_is_answered_with_the_usage_before_nbgrader_is_imported(tmp_path):
+    """Every argument error and a folder that is not a course come at once: decided before
+    the command imports nbgrader (most of a second), numpy or nbformat, which the run counts
+    instead of timing it (a timed test fails on a loaded machine). Nothing is created for the
+    paths given: the only folder in tmp_path is still `course`."""
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "nbgrader_config.py").write_text("")
+    script = """
+import contextlib, io, json, sys
+from sdpa_course.cli import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exit:
+            status = exit.code
+    heavy = [m for m in ("nbgrader", "nbformat", "numpy", "jupytext") if m in sys.modules]
+    results.append((status, err.getvalue(), heavy))
+print(json.dumps(results))
+"""
+    cases = [([arg.format(tmp=tmp_path) for arg in argv], says.format(tmp=tmp_path))
+             for argv, says in BAD_INPUT]
+    done = subprocess.run([sys.executable, "-c", script, json.dumps([a for a, _ in cases])],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for (argv, says), (status, err, heavy) in zip(cases, json.loads(done.stdout), strict=True):
+        assert status == 2, (argv, err)
+        assert err.startswith(f"usage: sdpa-course {argv[0]} "), (argv, err)
+        assert says in err, (argv, err)
+        assert heavy == [], f"{argv} imported {heavy} before saying: {err}"
+    assert [p.name for p in tmp_path.iterdir()] == ["course"]
+    assert [p.name for p in (tmp_path / "course").iterdir()] == ["nbgrader_config.py"]
+
+
+def test_variant_answer_key_into_a_missing_folder_creates_nothing(tmp_path):
+    """The console script, and the function behind it, refuse an answer key whose folder
+    does not exist: a mistyped path made its folders before."""
+    from sdpa_course.course.create import init_course
+    from sdpa_course.course.variants import show_variant
+    from sdpa_course.errors import KitError
+
+    course = init_course(tmp_path / "course")
+    wanted = tmp_path / "missing" / "dir" / "ann.ipynb"
+    done = sdpa_course("variant", "ann", "--answer-key", str(wanted), cwd=course)
+    assert done.returncode == 2 and "does not exist" in done.stderr, done.stderr
+    with pytest.raises(KitError, match="does not exist"):
+        show_variant(course, "ann", answer_key=wanted)
+    assert not (tmp_path / "missing").exists()
 
 
 # --- check PATH [--json] ------------------------------------------------------------------
@@ -324,7 +416,8 @@ def test_grade_reruns_skip_the_recorded_and_force_regrades_everyone(graded_json,
 
 def test_grade_outside_a_course_or_without_submissions_says_so(tmp_path, course_with_class):
     outside = sdpa_course("grade", cwd=tmp_path)
-    assert outside.returncode == 2 and outside.stderr.startswith("sdpa-course grade:")
+    assert outside.returncode == 2 and outside.stderr.startswith("usage: sdpa-course grade ")
+    assert "sdpa-course grade: error: " in outside.stderr
     empty = tmp_path / "empty"
     shutil.copytree(course_with_class, empty, ignore=shutil.ignore_patterns("submitted"))
     none = sdpa_course("grade", "--json", cwd=empty)

@@ -9,6 +9,7 @@ are shortened so that the endless loops of the hostile cases cost about a second
 
 import contextlib
 import io
+import json
 import os
 import re
 import secrets
@@ -201,12 +202,21 @@ def test_background_processes_are_running_while_graded_and_gone_afterwards():
 
 def test_the_hostile_reader_finds_the_answer_key_when_nothing_stops_it(tmp_path):
     """Run unsandboxed, the corpus's reader does find the grader's files: inside the sandbox,
-    it is the sandbox that stops it (`read-hidden-files` loses exercise 1)."""
-    script = pieces.READ_HIDDEN_FILES + "\nprint('ex1_scores' in dir(), len(_found))\n"
+    it is the sandbox that stops it (`read-hidden-files` loses exercise 1). It runs from this
+    checkout with a home of its own, so what it finds first is this checkout's files, wherever
+    the checkout lies (beside another, under /tmp, deep in a folder): everything it read lies
+    in this checkout or this environment, never in another checkout on the machine."""
+    checkout = Path(__file__).resolve().parents[1]
+    script = (pieces.READ_HIDDEN_FILES
+              + "\nimport json\nprint('ex1_scores' in dir(), json.dumps(_read))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
-    defined, found = done.stdout.split()
-    assert defined == "True" and int(found) >= 2, done.stderr
+                          cwd=checkout, env={**os.environ, "HOME": str(tmp_path)}, timeout=120)
+    defined, read = done.stdout.split(" ", 1)
+    read = [Path(os.path.realpath(path)) for path in json.loads(read)]
+    assert defined == "True" and read, done.stderr
+    allowed = (checkout, Path(os.path.realpath(sys.prefix)))
+    outside = [str(path) for path in read if not any(path.is_relative_to(a) for a in allowed)]
+    assert not outside, f"the reader read files outside {checkout} and {sys.prefix}: {outside}"
 
 
 # -- the notebook's self-checks agree with the grader ------------------------------------------

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from dask_cluster import start_cluster, wait_until
+from dask_cluster import kill_group, start_cluster, wait_until
 from grade_course_factory import (
     answer_key,
     copy_course,
@@ -125,7 +125,7 @@ class WorkerKiller(threading.Thread):
                 return
             group = self.cluster.worker_group(worker)
             self.recorded_then = len(recorded(self.course))
-            os.killpg(group, 9)
+            kill_group(group)
             self.killed = worker
 
 

@@ -472,6 +472,29 @@ def test_force_regrade_keeps_hand_given_marks(small_class):
         assert gb.find_submission("sdpa", "ada").score == pytest.approx(21.5)
 
 
+def test_a_failed_resubmission_after_hand_marks_keeps_the_hand_marks_and_no_automatic_score(
+        small_class):
+    """A student with a hand mark resubmits a notebook that cannot be graded: her hand mark
+    stays, and no automatic score of the old notebook does (the gradebook kept the old
+    submission's automatic points while she showed as failed); the notebook is flagged."""
+    grade_course(small_class, workers=1)
+    with gradebook(small_class) as gb:
+        gb.find_grade("ex2_explain", "attention", "sdpa", "ada").manual_score = 1.5
+        gb.db.commit()
+        assert gb.find_submission("sdpa", "ada").score == pytest.approx(21.5)
+    submit(small_class, "ada", text="{broken")
+    again = grade_course(small_class, workers=1)
+    assert again.graded_now == ["ada"] and again.records["ada"]["status"] == "failed"
+    with gradebook(small_class) as gb:
+        notebook = gb.find_submission_notebook("attention", "sdpa", "ada")
+        assert gb.find_grade("ex2_explain", "attention", "sdpa", "ada").manual_score == 1.5
+        automatic = {grade.name: grade.auto_score for grade in notebook.grades
+                     if grade.manual_score is None}
+        assert automatic and all(score is None for score in automatic.values()), automatic
+        assert gb.find_submission("sdpa", "ada").score == pytest.approx(1.5)
+        assert notebook.flagged
+
+
 def _marks_read_one_by_one(gb: Gradebook, student: str) -> dict | None:
     """The hand marks of the notebook nbgrader's own find_* call reads, one student at a
     time (what the batched query must give: the same rows, with nothing left out)."""

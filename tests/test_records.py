@@ -139,3 +139,21 @@ def test_what_to_check_by_hand_is_read_from_records_old_and_new():
     del old["check_by_hand"]  # written before the key existed
     assert to_check(old) == [old["warnings"][0]]
     assert to_check(failed_record("kim", "broken", "f", warnings=[said])) == []
+
+
+def test_stopped_cells_name_three_cells_outside_the_exercises_then_count_the_rest():
+    """A cell that did not run to the end shows beside the score when it is no exercise's
+    and no exercise's diagnosis already says so: the first three by name, then a count."""
+    stopped = [{"cell": f"cell {n}", "status": "timeout"} for n in range(1, 6)]
+    others = [{"cell": "cell 8", "status": "ok"},  # ran to the end
+              {"cell": "cell 9", "status": "crashed", "exercises": ["ex2"]}]  # an exercise's
+    report = {"exercises": {"ex1": {"diagnoses": ["no-scaling"]}}, "cells": others + stopped}
+    assert records.stopped_cells(report) == [
+        "cell 1 (timeout)", "cell 2 (timeout)", "cell 3 (timeout)", "2 more cells"]
+    report["cells"] = others + stopped[:3]
+    assert records.stopped_cells(report) == [
+        "cell 1 (timeout)", "cell 2 (timeout)", "cell 3 (timeout)"]
+    report["cells"] = others + stopped[:4]
+    assert records.stopped_cells(report)[3].startswith("1 more cell")
+    report["exercises"]["ex1"]["diagnoses"] = ["timeout"]  # the exercise's diagnosis says it
+    assert records.stopped_cells(report) == []

@@ -735,7 +735,7 @@ def test_a_killed_zygote_takes_its_workers_along_and_is_restarted():
         uid = sandbox.uid
         os.kill(own._process.pid, signal.SIGKILL)
         own._process.wait()
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 30  # they go at once; a loaded machine is slower
         while processes_of(uid) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert processes_of(uid) == []

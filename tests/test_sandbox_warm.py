@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -214,10 +216,80 @@ LISTEN_AS_NOBODY = textwrap.dedent("""
 CONNECT_AS_NOBODY = textwrap.dedent("""
     import socket, sys
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    connection.settimeout(10)
+    connection.settimeout(60)
     connection.connect(sys.argv[1])
     print(len(connection.recv(1 << 16)))
 """)
+
+
+def _listening(folder: Path) -> tuple[Path, socket.socket]:
+    """A listening socket as a warm zygote's, in a folder of the test's."""
+    folder.mkdir(mode=0o700)
+    path = folder / "zygote-test"
+    listener = warm.listen(path)
+    assert listener is not None
+    return path, listener
+
+
+def test_a_warm_zygote_serves_only_a_client_of_its_own_uid(tmp_path, monkeypatch):
+    """The zygote's side of the ownership check, without another user: the zygote's accept
+    run as if its uid were another's (a foreign uid, seen from the client's side) sends no
+    hello and keeps no channel; as its own, it serves. Everywhere, not only as root (the
+    other-user test below needs root, setpriv and Debian's Python)."""
+    from autograder.sandbox import zygote
+
+    path, listener = _listening(tmp_path / "warm")
+    try:
+        for uid, served in ((os.getuid() + 1, False), (os.getuid(), True)):
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            client.settimeout(30)
+            client.connect(str(path))
+            fake = SimpleNamespace(listener=listener, hello=b'{"ok": true}', controls={},
+                                   poller=select.poll())
+            with monkeypatch.context() as patched:
+                patched.setattr(zygote.os, "getuid", lambda uid=uid: uid)
+                zygote.Zygote.accept(fake)
+            assert bool(fake.controls) is served, uid
+            assert client.recv(1 << 16) == (b'{"ok": true}' if served else b""), uid
+            client.close()
+            for channel in fake.controls.values():
+                channel.close()
+    finally:
+        listener.close()
+
+
+def test_a_client_uses_no_warm_zygote_whose_uid_is_not_its_own(tmp_path, monkeypatch):
+    """The client's side: a listener that says hello like a warm zygote is used by its own
+    user and refused when its peer's uid is not the client's (run as if the client's uid were
+    another's), without another user."""
+    path, listener = _listening(tmp_path / "warm")
+
+    def serve_hellos():
+        for _ in range(2):
+            try:
+                channel, _ = listener.accept()
+            except OSError:
+                return
+            with channel:
+                try:
+                    channel.send(b'{"ok": true}')
+                    channel.recv(16)  # until the client closes
+                except OSError:
+                    pass
+
+    server = threading.Thread(target=serve_hellos, daemon=True)
+    server.start()
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(warm.os, "geteuid", lambda: os.getuid() + 1)
+            refused = warm.connect(path)
+        assert refused is None
+        reached = warm.connect(path)
+        assert reached is not None and reached[1] == {"ok": True}
+        reached[0].close()
+    finally:
+        listener.close()
+        server.join(timeout=30)
 
 
 @linux_root

@@ -3,6 +3,7 @@
     .venv/bin/python tools/mutation_test.py --list            # the targets and their tests
     .venv/bin/python tools/mutation_test.py sdpa_ref records  # some targets or groups
     .venv/bin/python tools/mutation_test.py --all --jobs 2    # every target, two at a time
+    .venv/bin/python tools/mutation_test.py --all --sample 30 --budget 5400  # a sample, timed
 
 Each target is a set of modules and the fast tests that should notice any change to them.
 cosmic-ray changes one thing in one module at a time (an operator, a comparison, a number, a
@@ -20,6 +21,10 @@ summary per target on stdout, and each survivor's diff in OUT/<target>.txt (defa
 mutation-results/).
 
 Not run by the test suite: a full run takes hours on 2 cores (each mutant reruns its tests).
+`--sample N` runs N of each target's mutants drawn at random (`--seed` makes the draw
+repeatable; the others are counted as `not sampled`), and `--budget SECONDS` stops each
+run after that long (all targets together) and reports what finished (the rest counted
+as `pending`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,6 +70,10 @@ TARGETS = {t.name: t for t in (
     Target("compare", ("autograder/compare.py",),
            "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py "
            "tests/test_engine_parts.py tests/test_corpus.py"),
+    Target("compare-quick", ("autograder/compare.py",),
+           "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py",
+           "compare's mutants against its quick tests alone (no corpus, no engine): a sample "
+           "that fits in an hour on a loaded machine; `compare` runs the whole set"),
     Target("diagnoses", ("autograder/diagnoses",),
            "tests/test_hostile_values.py tests/test_engine_parts.py tests/test_corpus.py "
            "tests/test_names.py"),
@@ -71,7 +81,8 @@ TARGETS = {t.name: t for t in (
            "tests/test_docs.py tests/test_sandbox.py -k 'limit or memory or timeout or output'"),
     Target("isolation", ("autograder/sandbox/isolation.py",), "tests/test_sandbox.py"),
     Target("recording", ("sdpa_course/grading/recording.py",
-                         "sdpa_course/grading/submissions.py"),
+                         "sdpa_course/grading/submissions.py",
+                         "sdpa_course/grading/gradebook.py"),
            # in this order (pytest keeps it): the quick ones first, so most mutants die early
            " ".join(f"tests/test_grade.py::{name}" for name in (
                "test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported",
@@ -84,6 +95,8 @@ TARGETS = {t.name: t for t in (
                "test_a_resubmission_changing_only_its_timestamp_is_regraded_with_the_late_"
                "penalty",
                "test_force_regrade_keeps_hand_given_marks",
+               "test_a_failed_resubmission_after_hand_marks_keeps_the_hand_marks_and_no_"
+               "automatic_score",
                "test_ignored_source_files_never_reach_autograded_or_feedback",
                "test_a_course_database_elsewhere_is_honoured",
                "test_interrupted_run_resumes_with_the_unrecorded_student",
@@ -174,6 +187,24 @@ def skip_annotation_mutants(session: Path) -> int:
     return skipped
 
 
+def sample_mutants(session: Path, size: int, seed: int) -> int:
+    """Keep `size` of the pending mutants, drawn at random with `seed`; mark the others as
+    skipped. How many were left out."""
+    import random
+
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    with use_db(str(session)) as db:
+        pending = sorted(item.job_id for item in db.pending_work_items)
+        chosen = set(random.Random(seed).sample(pending, min(size, len(pending))))
+        left_out = [job for job in pending if job not in chosen]
+        db.set_multiple_results(left_out, WorkResult(
+            output="not sampled", test_outcome=None, diff=None,
+            worker_outcome=WorkerOutcome.SKIPPED))
+    return len(left_out)
+
+
 def environment(tree: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
@@ -186,7 +217,8 @@ def tool(name: str) -> str:
     return str(BIN / name)
 
 
-def run_target(target: Target, out: Path, keep: bool) -> dict:
+def run_target(target: Target, out: Path, keep: bool, sample: int | None = None,
+               seed: int = 0, deadline: float | None = None) -> dict:
     """Mutate, test, report: the target's counts, its survivors written to OUT/<name>.txt."""
     work = Path(tempfile.mkdtemp(prefix=f"mutation-{target.name}-"))
     tree = work / "tree"
@@ -219,6 +251,12 @@ def run_target(target: Target, out: Path, keep: bool) -> dict:
                         [tool("cosmic-ray"), "exec", str(config), str(session)]):
             if command == "annotations":
                 skip_annotation_mutants(session)
+                if sample is not None:
+                    sample_mutants(session, sample, seed)
+                continue
+            if command[1] == "exec" and deadline is not None:
+                if not run_for(command, deadline - time.monotonic(), cwd=tree, env=env):
+                    print(f"{target.name}: stopped at the end of the budget", flush=True)
                 continue
             done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
             if done.returncode != 0:
@@ -234,8 +272,29 @@ def run_target(target: Target, out: Path, keep: bool) -> dict:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def run_for(command: list[str], seconds: float, **popen) -> bool:
+    """Run a command for at most `seconds`, then stop it and whatever it started (its own
+    process group); whether it finished by itself. What it finished stays in its session."""
+    if seconds <= 0:
+        return False
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True, **popen)
+    try:
+        process.wait(timeout=seconds)
+        return True
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        return False
+
+
 def summarise(target: Target, dump: str, tree: Path, out: Path, seconds: float) -> dict:
-    counts = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "pending": 0}
+    counts = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "not sampled": 0,
+              "pending": 0}
     survivors = []
     for line in dump.splitlines():
         item, result = json.loads(line)
@@ -243,7 +302,7 @@ def summarise(target: Target, dump: str, tree: Path, out: Path, seconds: float) 
             counts["pending"] += 1
             continue
         if result.get("worker_outcome") == "skipped":
-            counts["skipped"] += 1
+            counts["not sampled" if result.get("output") == "not sampled" else "skipped"] += 1
             continue
         outcome = result.get("test_outcome")
         counts[outcome if outcome in counts else "incompetent"] += 1
@@ -275,6 +334,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, help="targets run side by side")
     parser.add_argument("--out", type=Path, default=ROOT / "mutation-results")
     parser.add_argument("--keep", action="store_true", help="keep each target's work folder")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="run N of each target's mutants, drawn at random")
+    parser.add_argument("--seed", type=int, default=0, help="the draw of --sample")
+    parser.add_argument("--budget", type=float, metavar="SECONDS",
+                        help="stop the run after this long and report what ran")
     args = parser.parse_args()
     names = [n for t in args.targets for n in GROUPS.get(t, (t,))]
     unknown = [t for t in names if t not in TARGETS]
@@ -292,14 +356,17 @@ def main() -> int:
     chosen = list(TARGETS.values()) if args.all else [TARGETS[t] for t in dict.fromkeys(names)]
     print("start: load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     failed = False
+    deadline = None if args.budget is None else time.monotonic() + args.budget
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for result in pool.map(lambda t: run_target(t, args.out, args.keep), chosen):
+        for result in pool.map(lambda t: run_target(t, args.out, args.keep, args.sample,
+                                                        args.seed, deadline), chosen):
             if "error" in result:
                 failed = True
                 print(f"{result['target']}: {result['error']}", flush=True)
             else:
                 counts = ", ".join(f"{result[k]} {k}" for k in
-                                   ("killed", "survived", "incompetent", "skipped", "pending")
+                                   ("killed", "survived", "incompetent", "skipped",
+                                             "not sampled", "pending")
                                    if result[k])
                 print(f"{result['target']}: {counts}; survivors in {result['report']}",
                       flush=True)

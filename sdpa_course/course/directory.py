@@ -15,11 +15,17 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK, REPORTS_DIRECTORY
+from sdpa_course.assignment import (
+    ASSIGNMENT,
+    COURSE_CONFIG,
+    NOT_A_COURSE,
+    NOTEBOOK,
+    REPORTS_DIRECTORY,
+)
 from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.variants import CourseVariants
 
-CONFIG_FILE = "nbgrader_config.py"
+CONFIG_FILE = COURSE_CONFIG
 
 
 def put_venv_bin_on_path() -> None:
@@ -52,8 +58,7 @@ class Course:
     def open(cls, course_dir: Path) -> Course:
         root = Path(course_dir).resolve()
         if not (root / CONFIG_FILE).is_file():
-            raise KitError(f"{root} is not a course directory (no {CONFIG_FILE}); "
-                           "create one with `sdpa-course init DIR`")
+            raise KitError(NOT_A_COURSE.format(root=root))
         put_venv_bin_on_path()
         config = load_config(root)
         return cls(root=root, config=config, coursedir=CourseDirectory(config=config))

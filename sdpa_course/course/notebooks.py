@@ -28,7 +28,13 @@ from nbgrader.preprocessors import (
     LockCells,
 )
 
-from sdpa_course.assignment import ASSIGNMENT, METADATA_KEY, NOTEBOOK
+from sdpa_course.assignment import (
+    ASSIGNMENT,
+    METADATA_KEY,
+    NO_TEXT_SOURCE,
+    NOTEBOOK,
+    TEXT_SOURCE,
+)
 from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
 
@@ -43,7 +49,7 @@ REBUILD_COMMAND = "sdpa-course build (or: make notebooks)"
 
 
 def text_source_path(root: Path) -> Path:
-    return Path(root) / "source" / ASSIGNMENT / f"{NOTEBOOK}.py"
+    return Path(root) / TEXT_SOURCE
 
 
 def source_notebook_path(root: Path) -> Path:
@@ -148,8 +154,7 @@ def build_notebooks(root: Path) -> list[Path]:
     root = Path(root)
     text_path = text_source_path(root)
     if not text_path.is_file():
-        raise KitError(f"no notebook text source at {text_path}: run this in the kit's checkout "
-                       "(or pass --root)")
+        raise KitError(NO_TEXT_SOURCE.format(path=text_path))
     relative = text_path.relative_to(root).as_posix()
     source_nb = source_notebook(text_path.read_text(encoding="utf-8"))
     source_nb.metadata[METADATA_KEY] = _generated_note("nbgrader source notebook", relative)

@@ -86,8 +86,10 @@ def show_variant(course_dir: Path, student: str, *, as_json: bool = False,
     variants = course.variants
     sheet = variant_sheet(variants.variant(student, course.assignment))
     if answer_key is not None:
+        if not answer_key.parent.is_dir():  # a mistyped path: no folders made for it
+            raise KitError(f"cannot write the answer key to {answer_key}: its folder "
+                           f"{answer_key.parent} does not exist")
         try:
-            answer_key.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(answer_key_for(course, student), str(answer_key))
         except OSError as err:
             raise KitError(f"cannot write the answer key to {answer_key}: "

@@ -1,5 +1,6 @@
 """Fixtures of the browser tests: Debian's Chromium driven by Playwright, a real `jupyter lab`
-on loopback serving a graded course, and a screenshot folder per test.
+on loopback serving a graded course, and a screenshot folder per test: in the session's
+temporary folder (gone with it), or under `SDPA_E2E_SCREENSHOTS` when set, to keep them.
 
 They skip, saying why, when Chromium or the Python `playwright` package is missing (they fail
 instead under `SDPA_REQUIRE_ALL=1`, as in CI); `make test` installs both
@@ -22,8 +23,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--disable-quic",
 ]
 VIEWPORT = {"width": 1280, "height": 900}
-SCREENSHOTS = Path(os.environ.get("SDPA_E2E_SCREENSHOTS",
-                                  Path(__file__).resolve().parent / "screenshots"))
 
 
 def chromium_path() -> str | None:
@@ -34,6 +33,14 @@ def chromium_path() -> str | None:
         if found := shutil.which(name):
             return found
     return None
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Path:
+    """Where the tests' screenshots go: SDPA_E2E_SCREENSHOTS, or the session's temporary
+    folder (never the working tree)."""
+    chosen = os.environ.get("SDPA_E2E_SCREENSHOTS")
+    return Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
 
 
 @pytest.fixture(scope="session")
@@ -87,17 +94,17 @@ def lab(graded_course, tmp_path_factory):
 @pytest.fixture
 def page(browser):
     page = browser.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(60_000)  # as the expectations' (playwright_api)
     yield page
     page.close()
 
 
 @pytest.fixture
-def steps(page, lab, request):
-    """Named steps with a screenshot each, in SCREENSHOTS/<test name>/."""
+def steps(page, lab, request, screenshots):
+    """Named steps with a screenshot each, in <screenshots>/<test name>/."""
     from browser_steps import Steps
 
-    folder = SCREENSHOTS / request.node.name
+    folder = screenshots / request.node.name
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     recorder = Steps(page, folder,

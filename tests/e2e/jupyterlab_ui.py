@@ -20,7 +20,7 @@ RUN_ALL_TIMEOUT_MS = 90_000
 # A Run All that JupyterLab took shows a queued ([*]) or new prompt at once; none by then means
 # it dropped the command (seen while the kernel's connection was still settling on a busy
 # machine: every prompt stayed [ ]), and it is given again once.
-RUN_ALL_TAKEN_MS = 20_000
+RUN_ALL_TAKEN_MS = 30_000
 
 EXECUTED_PROMPT = re.compile(r"^\[(\d+)\]:$")
 

@@ -15,3 +15,8 @@ except ImportError as err:
     unavailable(f"{PLAYWRIGHT_MISSING}; importing it failed: {err}")
 
 expect = sync_api.expect
+# Playwright's expectations give up after 5 s by default: on a loaded machine a formgrader
+# table or a kernel's answer takes longer (the instructor's test once failed so). What they wait
+# for shows at once when all is well, so a generous limit costs nothing then.
+EXPECT_TIMEOUT_MS = 60_000
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)

@@ -2,7 +2,7 @@
 Chromium (file:// pages, no server): what a student sees, and that nothing a student wrote
 runs, in the feedback nor in the page formgrader shows a TA.
 
-Screenshots of every page go to tests/e2e/screenshots/<test>/ (kept as test artifacts).
+Screenshots of every page go to the `screenshots` fixture's folder, <test>/ in it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import shutil
 from html.parser import HTMLParser
 
 import pytest
-from conftest import SCREENSHOTS
 from feedback_class import formgrader_page
 from feedback_students import HOSTILE, TYPICAL
 
@@ -32,8 +31,8 @@ def graded(feedback_class, chromium_executable):
 
 
 @pytest.fixture
-def shots(request):
-    folder = SCREENSHOTS / request.node.name.replace("/", "_")
+def shots(request, screenshots):
+    folder = screenshots / request.node.name.replace("/", "_")
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     return folder
