@@ -413,7 +413,7 @@ def cells():
 def test_the_notebook_holds_the_graders_own_code_for_the_numbers(cells):
     mine = _definitions(Path(numbers_module.__file__).read_text())
     theirs = _definitions(cells[NUMBERS_CELL])
-    for name in (*SHARED, "LESSON_EX1", "LESSON_EX2", "DEFAULT_LABEL", "LESSON_WEIGHTS",
+    for name in (*SHARED, "LESSON_EX1", "LESSON_EX2", "DEFAULT_LABEL", "LESSON_SCALED_GAPS",
                  "HEAD_DIMENSIONS"):
         assert theirs[name] == mine[name], f"{name} differs from autograder/variants/numbers.py"
 

@@ -13,7 +13,7 @@ that a released notebook works out any student's numbers from their id without t
   a scaled gap between the keys of 0.5 to 2 (every wrong scale then moves the weights by at
   least 0.047, 47 times the three-decimal tolerance), no zero value vector and values that
   differ in both components (each output component then depends on the weights), and
-  weights that are not ones the lesson prints (`LESSON_WEIGHTS`).
+  weights that are not ones the lesson prints (`LESSON_SCALED_GAPS`).
 - `_ex2_numbers`: the raw score gap in 6..9 and d_k a head dimension people use (16, 32, 64
   or 128), never a scaled weight the lesson prints (0.731, 0.881, or 0.6698 at a gap of 8
   with d_k = 128). Not beyond 9: a correct float32 computation of the smaller key's weight
@@ -34,9 +34,9 @@ import unicodedata
 LESSON_EX1 = {"q": (1, 0), "k1": (1, 0), "k2": (0, 1), "v1": (1, 0), "v2": (0, 1), "d_k": 2}
 LESSON_EX2 = {"gap": 8, "d_k": 64}
 DEFAULT_LABEL = "default"
-# The larger key's weights the lesson works out (scaled gaps 1/sqrt(2), 1 and 2): a variant's
-# weights stay clear of them, so that no student takes the lesson's printed numbers for theirs.
-LESSON_WEIGHTS = (0.6698, 0.731, 0.881)
+# The scaled gaps the lesson works out (exercise 1's, and the two of section 2): a variant's
+# weights stay clear of theirs, so that no student takes the lesson's printed numbers for theirs.
+LESSON_SCALED_GAPS = (1 / math.sqrt(2), 1.0, 2.0)
 HEAD_DIMENSIONS = (16, 32, 64, 128)
 
 
@@ -56,8 +56,8 @@ def _draws(digest, purpose):
 
 def _lesson_weight(scaled_gap):
     """Whether the larger key's weight at this scaled gap reads as one the lesson prints."""
-    weight = 1 / (1 + math.exp(-scaled_gap))
-    return any(abs(weight - printed) < 0.002 for printed in LESSON_WEIGHTS)
+    return any(abs(1 / (1 + math.exp(-scaled_gap)) - 1 / (1 + math.exp(-gap))) < 0.002
+               for gap in LESSON_SCALED_GAPS)
 
 
 def _ex1_fits(numbers):
