@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.diagnoses import diagnose_submission
+from autograder.diagnoses import diagnose_submission, unanswered
 from autograder.report import build_report
 from autograder.runner import run_tests
 from autograder.student import Student
@@ -71,6 +71,7 @@ def grade_cells(
         outcomes = sandbox.start()[len(setup):]  # 2. run the cells, the student's own reported
         student = Student(sandbox, variant)
         results = run_tests(student)  # 3. the hidden suites, compared in this process
+        results = unanswered.mark(results, cells)  # answers still as released: not-answered
         diagnoses = diagnose_submission(  # 4. probe the exercises that lost points
             student, results, cells=cells, outcomes=outcomes,
             forbidden_imports=set(sandbox.forbidden_imports),
