@@ -77,6 +77,11 @@ def test_any_code_after_the_stub_is_an_attempt(attempt):
     assert "attention" not in unanswered.stubs(_cells(STUB, attempt))
 
 
+def test_a_cell_that_does_not_parse_is_an_attempt_at_every_answer_it_names():
+    broken = "def attention(Q, K, V, mask=None):\n    return Q @ K.T +\n"
+    assert unanswered.stubs(_cells(STUB, broken)) == {}
+
+
 def test_the_last_definition_decides_and_a_locked_cell_is_the_kits():
     written = "def attention(Q, K, V, mask=None):\n    return Q, K\n"
     assert "attention" in unanswered.stubs(_cells(written, STUB))

@@ -221,6 +221,9 @@ def test_variant_command_prints_a_students_numbers_and_answers(graded, capsys):
     assert main(["variant", "ben", "--course-dir", str(course)]) == 0
     text = capsys.readouterr().out
     assert f"variant {ben.label}" in text and "p_unscaled" in text and "ex1_weights" in text
+    # the ratio the mark scheme of 2(c) compares, for this student's numbers
+    ratio = ben.ex2.expected()["grad_scaled"] / ben.ex2.expected()["grad_unscaled"]
+    assert f"the scaled slope is {ratio:.0f} times the unscaled one" in text
 
 
 def test_variant_command_shows_escape_codes_in_an_id_and_never_sends_them(graded, capsys):

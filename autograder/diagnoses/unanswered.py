@@ -28,6 +28,7 @@ from autograder.exercises import NAME_TO_EXERCISE
 
 CODE = "not-answered"
 _PARSE_LIMIT = 200_000  # characters of a cell read for its stubs, as `modules.defined_names`
+_PARSE_BUDGET = 2_000_000  # characters of all cells parsed: the rest are read as attempts
 # A cell's error as the sandbox words it: `NotImplementedError: Exercise 3: write attention()
 # here (line 4)`; the release's stub message names the function it stands for.
 _STUB_ERROR = re.compile(r"NotImplementedError: Exercise \d+: write (\w{1,100})\(\) here\b")
@@ -85,12 +86,20 @@ def stubs(cells) -> dict[str, tuple[str, int | None]]:
     """Required name -> (its cell's label, its stub's raise line; None for `name = ...`), for
     each name whose last binding in the submission is still the release's stub."""
     last: dict[str, tuple[str, int | None] | None] = {}
+    budget = _PARSE_BUDGET
     for cell in cells:
-        if getattr(cell, "locked", False) or len(cell.source) > _PARSE_LIMIT:
-            continue  # the kit's own cells bind no answer; a huge cell is no stub
-        try:
-            tree = ast.parse(cell.source)
-        except Exception:  # noqa: BLE001 - SyntaxError, RecursionError...: no stub in it
+        if getattr(cell, "locked", False):
+            continue  # the kit's own cells bind no answer
+        tree = None
+        if len(cell.source) <= min(_PARSE_LIMIT, budget):
+            budget -= len(cell.source)
+            try:
+                tree = ast.parse(cell.source)
+            except Exception:  # noqa: BLE001 - SyntaxError, RecursionError...: unread
+                tree = None
+        if tree is None:  # a cell not read is no stub: each answer it names is an attempt
+            last.update(dict.fromkeys(
+                (name for name in NAME_TO_EXERCISE if name in cell.source), None))
             continue
         for node in tree.body:
             line = _stub_function_line(node)
