@@ -1,7 +1,8 @@
 """The grading pipeline for one submission, in one place.
 
     read the submission -> run its cells in a sandbox -> run the hidden suites
-    -> diagnose the exercises that lost points -> score and report
+    -> mark the answers left as released (not-answered) -> diagnose the exercises that
+    lost points -> score and report
 
 Student code only ever runs inside the sandbox; the suites, the reference and the
 diagnoses run here and see plain data. Every step grades against the `variant` it is given
