@@ -1,7 +1,8 @@
 """The grading pipeline for one submission, in one place.
 
     read the submission -> run its cells in a sandbox -> run the hidden suites
-    -> diagnose the exercises that lost points -> score and report
+    -> mark the answers left as released (not-answered) -> diagnose the exercises that
+    lost points -> score and report
 
 Student code only ever runs inside the sandbox; the suites, the reference and the
 diagnoses run here and see plain data. Every step grades against the `variant` it is given
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.diagnoses import diagnose_submission
+from autograder.diagnoses import diagnose_submission, unanswered
 from autograder.report import build_report
 from autograder.runner import run_tests
 from autograder.student import Student
@@ -79,6 +80,7 @@ def grade_cells(
         # could set it: a call's doings are the student's words about hidden inputs
         shown = shown_label(student)
         results = run_tests(student)  # 3. the hidden suites, compared in this process
+        results = unanswered.mark(results, cells)  # answers still as released: not-answered
         diagnoses = diagnose_submission(  # 4. probe the exercises that lost points
             student, results, cells=cells, outcomes=outcomes,
             forbidden_imports=set(sandbox.forbidden_imports),

@@ -13,9 +13,10 @@ whether the hidden inputs were the student's own; `shown` the label of the numbe
 notebook itself showed, when it said so plainly, else None). The engine adds `isolation`
 (`namespaces`, or `unsafe-none` where that was asked for).
 
-A failed test's message is the test's own, except where a diagnosis explains the failure:
-then the diagnosis says why instead of the test's generic hint (`diagnoses.explanations`),
-and a name that failed for want of a module says so.
+Each test also says whether it was `answered` (False for an answer left as released, whose
+message says so). A failed test's message is the test's own, except where a diagnosis
+explains the failure: then the diagnosis says why instead of the test's generic hint
+(`diagnoses.explanations`), and a name that failed for want of a module says so.
 
 `render_text` escapes every control character of student-controlled text (messages, output,
 cell names and errors, the file name), so that a submission cannot move the cursor, colour,
@@ -56,13 +57,18 @@ def build_report(
     for key, exercise in EXERCISES.items():
         own = [r for r in results if r.exercise == key]
         codes = diagnoses.get(key, [])
+        explained: dict[str, str] = {}  # a diagnosis's hint -> the first test that gave it
         tests = [
             {
                 "name": r.name,
                 "score": r.score,
                 "max_score": r.max_score,
                 "passed": r.passed,
-                "message": _message(r, failed_cells.get(key, []), codes, module_of, variant),
+                "message": _message(r, failed_cells.get(key, []), codes, module_of, variant,
+                                    explained),
+                # False for a test of an answer left as released (`not-answered`): the class
+                # report's pass rates count the students who answered
+                "answered": "not-answered" not in r.diagnoses,
             }
             for r in own
         ]
@@ -153,10 +159,14 @@ def _failed_cells(cells, outcomes) -> dict[str, list[dict]]:
 
 
 def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str],
-             variant: Variant) -> str:
-    """What the student reads about one test: why it failed, as precisely as is known."""
+             variant: Variant, explained: dict[str, str]) -> str:
+    """What the student reads about one test: why it failed, as precisely as is known. A
+    diagnosis's hint is given once per exercise, on the first test it explains (`explained`
+    remembers which); the later ones say it is explained above."""
     if result.passed:
         return ""
+    if "not-answered" in result.diagnoses:
+        return result.message  # `unanswered.mark`'s: no failure or diagnosis to explain
     name = result.missing_name or result.target
     if name in module_of:
         return explain_module(name, module_of[name])
@@ -166,7 +176,11 @@ def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str],
                     failed_cells[0])
         return f"{result.message} ({cell['cell']} failed: {cell['error'] or cell['status']})"
     because = explanation(result.exercise, result.name, codes, variant)
+    if because in explained:
+        return join_hint(result.problem or result.message,
+                         f"the same cause as {explained[because]}, explained above")
     if because:
+        explained[because] = result.name
         return join_hint(result.problem or result.message, because)
     return result.message
 

@@ -43,6 +43,8 @@ class TestResult:
     raised: bool = False  # the student's code raised an ordinary exception
     error_type: str = ""  # the type of that exception (ModuleNotFoundError, NameError...)
     error_message: str = ""  # and its message, as the sandbox passed it on
+    error_where: str = ""  # and where it was raised: `cell 27 (ex3_attention), line 4`
+    ellipsis: bool = False  # the value read was `...` itself, the release's placeholder
     kit_error: str = ""  # the check itself failed: a bug in the kit, shown to instructors
     seconds: float = field(default=0.0, compare=False)
 
@@ -96,11 +98,13 @@ def run_test(student, test: SuiteTest) -> TestResult:
         result.problem, result.hint = failure.problem, failure.hint
     except StudentError as err:
         result.message = result.problem = describe_student_error(err)
-        result.diagnoses = (_not_answered(err) or err.diagnosis,)
+        result.diagnoses = (err.diagnosis,)
         result.raised = isinstance(err, StudentRaised)
         result.target = str(getattr(err, "target", "") or "")
+        result.ellipsis = _is_ellipsis(err)
         if result.raised:
             result.error_type, result.error_message = err.type_name, err.message
+            result.error_where = err.where
         if isinstance(err, MissingName):
             result.missing_name = err.name
     except Exception as bug:  # the check itself broke: never the student's fault
@@ -113,19 +117,20 @@ def run_test(student, test: SuiteTest) -> TestResult:
 
 def not_attempted(results) -> bool:
     """Every test failed because the function is not there or is still the release's stub
-    (NotImplementedError): an optional exercise left alone, not a wrong answer."""
+    (NotImplementedError, `not-answered`): an exercise left alone, not a wrong answer."""
     return bool(results) and all(
-        not r.passed and (r.missing_name or r.error_type == "NotImplementedError")
+        not r.passed and (r.missing_name or r.error_type == "NotImplementedError"
+                          or "not-answered" in r.diagnoses)
         for r in results)
 
 
 _ERROR_LIMIT = 300
 
 
-def _not_answered(err) -> str:
-    """`missing-name` for an answer still left as the release's `...` placeholder."""
-    unanswered = err.diagnosis == "unsupported-type" and "ellipsis" in str(err)
-    return "missing-name" if unanswered else ""
+def _is_ellipsis(err) -> bool:
+    """The value read is `...` itself (the release's placeholder), not a value holding one:
+    `diagnoses.unanswered` says `not-answered` when the answer's cell is still the stub."""
+    return err.diagnosis == "unsupported-type" and "an ellipsis;" in str(err)
 
 
 def describe_student_error(err) -> str:

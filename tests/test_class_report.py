@@ -65,23 +65,29 @@ def test_the_class_has_thirty_students_two_failed(graded):
 def test_each_exercise_section_matches_the_json(graded, exercise):
     _, students, text = graded
     graded_ = [r["exercises"][exercise] for r in students.values() if r["status"] == "graded"]
-    scores = [ex["score"] for ex in graded_]
+    # an exercise left as released is no answer: out of the mean and the pass rates
+    answering = [ex for ex in graded_ if not all(t["answered"] is False for t in ex["tests"])]
+    scores = [ex["score"] for ex in answering]
     top = graded_[0]["max_score"]
     full = sum(1 for s in scores if s >= top)
-    assert (f"{len(graded_)} graded; mean {sum(scores) / len(scores):.2f} / {top:g}; "
-            f"full marks: {full}.") in text
-    passed, seen = Counter(), Counter()
+    assert (f"{len(graded_)} graded, {len(answering)} answered it; mean of those who "
+            f"answered {sum(scores) / len(scores):.2f} / {top:g}; full marks: {full}.") in text
+    passed, seen, blank = Counter(), Counter(), Counter()
     for ex in graded_:
         for test in ex["tests"]:
-            seen[test["name"]] += 1
-            passed[test["name"]] += test["passed"]
+            if test["answered"]:
+                seen[test["name"]] += 1
+                passed[test["name"]] += test["passed"]
+            else:
+                blank[test["name"]] += 1
     for name in seen:
         assert (f"{name} {passed[name]} / {seen[name]} "
-                f"{100 * passed[name] / seen[name]:.0f}%") in text, name
+                f"{100 * passed[name] / seen[name]:.0f}% {blank[name]}") in text, name
     who: dict[str, list[str]] = {}
     for student, record in sorted(students.items()):
         for code in (record["exercises"].get(exercise) or {}).get("diagnoses", []):
-            who.setdefault(code, []).append(student)
+            if code != "not-answered":  # counted beside the pass rates, not a mistake
+                who.setdefault(code, []).append(student)
     for code, names in who.items():
         assert f"{code} {len(names)} {WORDING[code].meaning}" in text, code
         assert ", ".join(names) in text, code
@@ -106,11 +112,40 @@ def test_an_exercise_without_diagnoses_says_correct_only_when_everyone_has_full_
             {r["student"]: r for r in records}, "ex4"))).split())
 
     everyone = text([_exercise_record("a", 4.0), _exercise_record("b", 4.0)])
-    assert "No diagnoses: every graded student's answer was correct." in everyone
+    assert "No diagnoses: every answer was correct." in everyone
     half = text([_exercise_record("a", 4.0), _exercise_record("b", 0.0),
                  _exercise_record("c", 0.0)])
     assert "correct" not in half
-    assert "No diagnoses: 2 graded students without full marks, and no mistake" in half
+    assert "No diagnoses: 2 answering students without full marks, and no mistake" in half
+
+
+def test_an_exercise_left_as_released_is_not_answered_and_nobody_s_is_not_attempted():
+    """A blank is no failure: counted apart from the pass rates, and an exercise no student
+    answered reads "not attempted", never "without full marks"."""
+    from sdpa_course.reports.class_report import _exercise_section
+
+    def text(records):
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", _exercise_section(
+            {r["student"]: r for r in records}, "ex4"))).split())
+
+    def blank(student):
+        record = _exercise_record(student, 0.0, ["not-answered"])
+        record["exercises"]["ex4"]["tests"][0]["answered"] = False
+        return record
+
+    def unattempted(student):
+        record = _exercise_record(student, 0.0)
+        record["exercises"]["ex4"]["attempted"] = False
+        return record
+
+    some = text([_exercise_record("a", 4.0), blank("b"), unattempted("c")])
+    assert "3 graded, 1 answered it; mean of those who answered 4.00 / 4" in some
+    assert "blockwise 1 / 1 100% 2" in some
+    assert "Not answered (left as the notebook was handed out) by 2: b, c." in some
+    assert "No diagnoses: every answer was correct." in some
+    nobody = text([blank("b"), unattempted("c")])
+    assert "Not attempted: none of the 2 graded students answered this exercise" in nobody
+    assert "without full marks" not in nobody and "%" not in nobody
 
 
 def test_the_csv_files_match_the_json(graded):

@@ -104,7 +104,7 @@ def test_case_fails_exactly_the_tests_its_mistake_breaks(reports, student, name)
 # Codes that say how the code failed rather than what it computed: their tests' messages
 # are the failure itself (the error, the missing name), not a misconception's explanation.
 OUTCOMES = {"crashed", "missing-name", "syntax-error", "timeout", "memory-limit",
-            "forbidden-import", "unsupported-type", "missing-module"}
+            "forbidden-import", "unsupported-type", "missing-module", "not-answered"}
 
 
 @pytest.mark.parametrize("student, name", MISTAKE_PAIRS)
@@ -274,6 +274,7 @@ SELF_CHECK_SAYS = {
 # How a failure shows when the self-check cannot run the code (any of the phrases).
 FAILURE_SAYS = {"missing-name": ("is not defined",), "syntax-error": ("is not defined",),
                 "crashed": ("raised", "not written yet", "is not defined"),
+                "not-answered": ("not written yet", "not answered yet"),
                 "missing-module": ("raised", "is not defined", "is not installed where")}
 
 

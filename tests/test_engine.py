@@ -126,10 +126,11 @@ def test_exercise_1_accepts_three_decimals_and_not_two():
     assert passed == ["output"]  # w1 v1 + w2 v2 with the student's own weights: carried forward
 
 
-def test_an_answer_left_as_the_release_placeholder_is_reported_as_missing():
+def test_an_answer_left_as_the_release_placeholder_is_reported_as_not_answered():
     exercise = grade_content(with_ex1("...", "...", "..."), name="a.py")["exercises"]["ex1"]
-    assert exercise["score"] == 0 and exercise["diagnoses"] == ["missing-name"]
-    assert all("still `...`" in test["message"] for test in exercise["tests"])
+    assert exercise["score"] == 0 and exercise["diagnoses"] == ["not-answered"]
+    assert all("not answered yet: it is still `...`" in test["message"]
+               for test in exercise["tests"])
 
 
 def test_exercise_2_accepts_three_significant_figures():

@@ -99,7 +99,7 @@ def test_a_malformed_seed_stops_release_and_grading_and_says_where(tmp_path):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """ada: the kit's answer key. ben: the typical no-scaling mistake, with his own numbers.
-    cy: ada's notebook with ada's id typed in it. dee: ada's literal numbers (a .py case)."""
+    cy: ada's notebook with ada's id typed in it. hal: ada's literal numbers (a .py case)."""
     course = released_course(tmp_path_factory.mktemp("variants") / "course")
     key = answer_key()
     submit(course, "ada", key)
@@ -107,7 +107,7 @@ def graded(tmp_path_factory):
         key, case("ex3-no-scaling", variant_of(course, "ben")).source))
     ada_with_id = answer_key_for(Course.open(course), "ada")
     submit(course, "cy", ada_with_id)
-    submit(course, "dee", notebook_from_source(
+    submit(course, "hal", notebook_from_source(
         key, case("lesson-style", variant_of(course, "ada")).source))
     result = grade_course(course, workers=2, progress_stream=open("/dev/null", "w"))
     return course, result
@@ -151,17 +151,17 @@ def test_a_notebook_showing_a_classmates_numbers_is_graded_on_its_owners(graded)
 
 
 def test_a_student_who_copies_a_classmates_numbers_loses_those_points(graded):
-    """dee (gap 7, d_k = 100) copied ada's numbers (gap 7, d_k = 16): only the unscaled
+    """hal (gap 7, d_k = 64) copied ada's numbers (gap 7, d_k = 32): only the unscaled
     numbers, which depend on the gap alone and are right for both, and her own code (softmax,
     exercise 3) keep their points."""
     course, result = graded
-    assert (variant_of(course, "dee").ex2.gap, variant_of(course, "ada").ex2.gap) == (7, 7)
-    dee = result.records["dee"]
-    assert dee["exercises"]["ex1"]["score"] == 0.0
-    failed = {t["name"] for t in dee["exercises"]["ex2"]["tests"] if not t["passed"]}
+    assert (variant_of(course, "hal").ex2.gap, variant_of(course, "ada").ex2.gap) == (7, 7)
+    hal = result.records["hal"]
+    assert hal["exercises"]["ex1"]["score"] == 0.0
+    failed = {t["name"] for t in hal["exercises"]["ex2"]["tests"] if not t["passed"]}
     assert failed == {"p_scaled_is_the_weight_on_the_larger_key",
                       "grad_scaled_is_the_smaller_keys_own_derivative"}
-    assert dee["exercises"]["ex3"]["score"] == 11.0
+    assert hal["exercises"]["ex3"]["score"] == 11.0
 
 
 def test_gradebook_export_and_formgrader_see_the_variant_grades(graded):
@@ -221,6 +221,9 @@ def test_variant_command_prints_a_students_numbers_and_answers(graded, capsys):
     assert main(["variant", "ben", "--course-dir", str(course)]) == 0
     text = capsys.readouterr().out
     assert f"variant {ben.label}" in text and "p_unscaled" in text and "ex1_weights" in text
+    # the ratio the mark scheme of 2(c) compares, for this student's numbers
+    ratio = ben.ex2.expected()["grad_scaled"] / ben.ex2.expected()["grad_unscaled"]
+    assert f"the scaled slope is {ratio:.0f} times the unscaled one" in text
 
 
 def test_variant_command_shows_escape_codes_in_an_id_and_never_sends_them(graded, capsys):

@@ -392,7 +392,7 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  p.CAUSAL_MASK_TRIU, *CHECKS, lose={"ex3": 5.5}, codes={"ex3": ("no-scaling",)},
                  fails={"ex3": VALUES}),
         _ex3_attention_mistake("ex3-stub-left", "the release's NotImplementedError stub",
-                               p.ATTENTION_STUB, 7.5, ATTENTION, "crashed"),
+                               p.ATTENTION_STUB, 7.5, ATTENTION, "not-answered"),
         _ex3_attention_mistake("ex3-masked-array", "returns numpy masked arrays",
                                p.ATTENTION_MASKED_ARRAY, 7.5, ATTENTION, "unsupported-type"),
         # -- exercise 3: causal mask

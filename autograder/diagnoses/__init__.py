@@ -6,7 +6,8 @@ did not run cleanly (`timeout`, `crashed`, ...: a cell that hung after defining 
 One module per exercise (`ex1`, `ex2`, `ex3`, `ex4`, with `misconceptions` modelling
 attention's mistakes and `checks` those of exercise 3's two checks), `failures` and `modules` for
 codes read from how the code failed (a cell's error, a module the grader does not have),
-`explanations` for what the report says about a failed test a diagnosis explains. Every
+`explanations` for what the report says about a failed test a diagnosis explains,
+`unanswered` for answers still as the release has them (`not-answered`). Every
 student value here is plain data and none can raise: what is not numbers matches nothing.
 """
 
@@ -16,6 +17,8 @@ from autograder.diagnoses import ex1, ex2, ex3, ex4
 from autograder.diagnoses.codes import CODES, ordered
 from autograder.diagnoses.failures import cell_codes
 from autograder.diagnoses.modules import find_missing_modules
+from autograder.diagnoses.unanswered import CODE as NOT_ANSWERED
+from autograder.diagnoses.unanswered import stubs
 from autograder.exercises import EXERCISES, NAME_TO_EXERCISE
 from autograder.runner import not_attempted
 from autograder.sandbox import StudentError
@@ -50,7 +53,7 @@ def diagnose_submission(
     results: the runner's TestResults; cells and outcomes: what ran when the submission
     was loaded; forbidden_imports: modules the submission tried to import.
     """
-    from_cells = cell_codes(cells, outcomes, forbidden_imports)
+    from_cells = cell_codes(cells, outcomes, forbidden_imports, stubs(cells))
     for names in find_missing_modules(cells, outcomes, results).values():
         for name in names:
             from_cells[NAME_TO_EXERCISE[name]].add("missing-module")
@@ -69,6 +72,9 @@ def diagnose_submission(
         codes = {code for r in failed for code in r.diagnoses} | from_cells[key]
         if forbidden_imports and codes & set(_CRASHES):
             codes.add("forbidden-import")
+        if all(NOT_ANSWERED in r.diagnoses for r in failed):
+            diagnoses[key] = ordered(codes)  # nothing written that a probe could explain
+            continue
         behaviour = _probe(key, student)
         if behaviour and _crashes_explained(failed, from_cells[key]):
             codes.discard("crashed")  # an exception that a misconception explains

@@ -14,8 +14,9 @@ cell (`sdpa_course.reports.feedback_text`), the class report, `docs/CONTRACT.md`
 `unsupported-type` comes from the sandbox (a value that cannot cross back as plain data) and
 `stateful` from the grader (a second call with the same inputs answers differently); both are
 codes added beside the contract's, none of which is renamed. So are `raw-score-gradient`,
-`imprecise-gradient`, `missing-module` and `other-variant` (the answers are another
-variant's, `autograder.variants`), which the contract's additions list. A new code
+`imprecise-gradient`, `missing-module`, `other-variant` (the answers are another
+variant's, `autograder.variants`) and `not-answered` (an answer left as the release has it,
+`diagnoses.unanswered`), which the contract's additions list. A new code
 needs an entry here: tests fail for a code that the grader can report and this table does not
 word. (What a report says about a failed test that a diagnosis explains is
 `diagnoses.explanations`: a message per test, not a code's wording.)
@@ -249,6 +250,13 @@ WORDING: dict[str, Wording] = {
         "mask), which is what blocks avoid. Keep one block of scores, and of the mask, at a "
         "time.",
         "ex4"),
+    "not-answered": Wording(
+        "any",
+        "an answer left as the release has it (`...`, the NotImplementedError stub): not "
+        "attempted, not a mistake",
+        "This answer is not written yet: it is still as the notebook was handed out (`...` or "
+        "raise NotImplementedError). Write it in its cell, run the cell and its self-check.",
+        EXERCISE_SECTION),
     "missing-name": Wording(
         "any", "a required name is not defined",
         "A name the exercise asks for is not defined. Check its spelling and that the cell "

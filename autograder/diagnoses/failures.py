@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from autograder.diagnoses.unanswered import CODE as NOT_ANSWERED
+from autograder.diagnoses.unanswered import cell_not_answered
 from autograder.exercises import EXERCISES
 
 CELL_STATUS_CODES = {
@@ -36,8 +38,10 @@ def cell_exercises(cell) -> set[str]:
     }
 
 
-def cell_codes(cells, outcomes, forbidden_imports) -> dict[str, set[str]]:
-    """Exercise -> codes of the cells that failed while the submission ran."""
+def cell_codes(cells, outcomes, forbidden_imports, stubs=None) -> dict[str, set[str]]:
+    """Exercise -> codes of the cells that failed while the submission ran; `stubs`: the
+    answers still as released (`unanswered.stubs`), whose NotImplementedError a cell that
+    called one raised: `not-answered`, not `crashed`."""
     codes: dict[str, set[str]] = {key: set() for key in EXERCISES}
     by_label = {cell.label: cell for cell in cells}
     for outcome in outcomes:
@@ -47,6 +51,8 @@ def cell_codes(cells, outcomes, forbidden_imports) -> dict[str, set[str]]:
             continue
         if code == "crashed" and any(module in outcome.error for module in forbidden_imports):
             code = "forbidden-import"
+        elif code == "crashed" and stubs and cell_not_answered(outcome.error, stubs):
+            code = NOT_ANSWERED
         for key in cell_exercises(cell):
             codes[key].add(code)
     return codes

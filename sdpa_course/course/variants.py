@@ -40,6 +40,11 @@ def variant_sheet(variant: Variant) -> dict:
     }
 
 
+def slope_ratio(expected: dict) -> float:
+    """grad_scaled / grad_unscaled: how many times larger the scaled slope is."""
+    return expected["grad_scaled"] / expected["grad_unscaled"]
+
+
 def sheet_text(sheet: dict, course: Course, seeded: bool) -> str:
     ex1, ex2 = sheet["ex1"], sheet["ex2"]
     vector = lambda values: "(" + ", ".join(f"{x:g}" for x in values) + ")"  # noqa: E731
@@ -56,6 +61,8 @@ def sheet_text(sheet: dict, course: Course, seeded: bool) -> str:
         *(f"  {name:<13} = {pair(value)}" for name, value in ex1["expected"].items()),
         f"Exercise 2: raw scores ({ex2['numbers']['gap']}, 0), d_k = {ex2['numbers']['d_k']}",
         *(f"  {name:<13} = {value:.5g}" for name, value in ex2["expected"].items()),
+        # the mark scheme of 2(c) compares the two slopes: the student's own ratio
+        f"  the scaled slope is {slope_ratio(ex2['expected']):.0f} times the unscaled one",
         f"Exercise 3: {sheet['ex3']}.",
     ]
     return "\n".join(lines)

@@ -7,7 +7,8 @@ same columns as nbgrader's, in the same order, plus `status` and `reason`:
 
 - a graded student: nbgrader's own numbers (hand marks and late penalties included), and
   as the reason what to check by hand (a submission time the kit could not read) and each
-  exercise whose code hung or crashed (`ex2: timeout`: it may have cost nothing);
+  exercise whose code hung or crashed (`ex2: timeout`: it may have cost nothing) and those
+  left as released (`not answered: ex3`);
 - a student the kit recorded as failed: empty scores, `failed` and the reason;
 - a student nbgrader knows who submitted nothing: empty scores, `missing`.
 
@@ -28,6 +29,7 @@ from sdpa_course.reports.records import (
     FAILED,
     GRADED,
     load_records,
+    not_answered,
     stopped_runs,
     to_check,
 )
@@ -83,7 +85,9 @@ class KitCsvExport(CsvExportPlugin):
                             reason="; ".join(
                                 [f"CHECK BY HAND: {item}" for item in to_check(record or {})]
                                 + [f"did not run to the end: {item}"
-                                   for item in stopped_runs(record or {})]),
+                                   for item in stopped_runs(record or {})]
+                                + [f"not answered: {', '.join(blank)}"
+                                   for blank in [not_answered(record or {})] if blank]),
                             raw_score=_number(submission.score),
                             late_submission_penalty=_number(penalty),
                             score=_number(max(0.0, submission.score - penalty)))

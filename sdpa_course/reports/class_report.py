@@ -3,8 +3,10 @@
 Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feedback`):
 
 - `class_report.html`: per exercise the score distribution (`scores.svg`), the pass rate of
-  each test, and each diagnosis with its meaning and the students who have it (to invite them
-  to a help session); hand grading (written answers marked and pending, and where to mark
+  each test among the students who answered it (and how many did not: an answer left as
+  released, `not-answered`; an exercise nobody answered reads *not attempted*), and each
+  diagnosis with its meaning and the students who have it (to invite them to a help
+  session); hand grading (written answers marked and pending, and where to mark
   them); the submissions to check by hand (graded, but a submission time that could not
   be read: no late penalty applied), failed submissions with their reasons; late
   submissions;
@@ -20,8 +22,9 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   without one), and `needs_review`: `yes` for a total that must not be uploaded unread (a
   failed student, or one to check by hand, the reason saying what). The reason also names
   each exercise whose code hung or crashed (`did not run to the end: ex2: timeout`), or the
-  cells outside the exercises that did (`records.stopped_runs`), which a score alone does
-  not show; the HTML report lists the latter under *Code stopped outside the exercises*.
+  cells outside the exercises that did (`records.stopped_runs`), and those left as released
+  (`not answered: ex1, ex3`), which a score alone does not show; the HTML report lists the
+  cells under *Code stopped outside the exercises*.
 
 The pictures (`scores.svg`, `diagnoses.svg`: the score histograms and the diagnoses' bars)
 are written as SVG by `reports.charts`, without a plotting library.
@@ -42,7 +45,7 @@ from pathlib import Path
 from autograder.diagnoses.codes import WORDING, lesson_section
 from sdpa_course.reports.charts import diagnosis_chart, score_histograms
 from sdpa_course.reports.feedback_text import exercise_heading, points
-from sdpa_course.reports.records import FAILED, GRADED, stopped_runs, to_check
+from sdpa_course.reports.records import FAILED, GRADED, not_answered, stopped_runs, to_check
 from sdpa_course.reports.safe_text import for_spreadsheet, for_terminal
 
 MISSING = "missing"
@@ -79,21 +82,39 @@ def students_by_diagnosis(records: dict[str, dict], exercise: str) -> dict[str, 
         order.index(item[0]) if item[0] in order else len(order), item[0])))
 
 
-def pass_rates(records: dict[str, dict], exercise: str) -> list[tuple[str, int, int]]:
-    """(test, students who passed it, students graded) for each test of `exercise`."""
+NOT_ANSWERED = "not-answered"
+
+
+def left_as_released(result: dict) -> bool:
+    """An exercise's result with no answer in it: the optional exercise not attempted, or
+    every test of it an answer left as released (`not-answered`)."""
+    tests = result.get("tests") or []
+    return result.get("attempted") is False or (
+        bool(tests) and all(test.get("answered") is False for test in tests))
+
+
+def pass_rates(records: dict[str, dict], exercise: str) -> list[tuple[str, int, int, int]]:
+    """(test, students who passed it, students who answered it, students who left it as
+    released) for each test of `exercise`, over the graded students: a blank is no failure."""
     passed: Counter = Counter()
-    seen: Counter = Counter()
+    answered: Counter = Counter()
+    blank: Counter = Counter()
     order: list[str] = []
     for record in records.values():
         if record["status"] != GRADED:
             continue
-        for test in (record.get("exercises") or {}).get(exercise, {}).get("tests") or []:
+        result = (record.get("exercises") or {}).get(exercise, {})
+        unattempted = result.get("attempted") is False
+        for test in result.get("tests") or []:
             name = str(test.get("name"))
-            if name not in seen:
+            if name not in order:
                 order.append(name)
-            seen[name] += 1
-            passed[name] += bool(test.get("passed"))
-    return [(name, passed[name], seen[name]) for name in order]
+            if unattempted or test.get("answered") is False:
+                blank[name] += 1
+            else:
+                answered[name] += 1
+                passed[name] += bool(test.get("passed"))
+    return [(name, passed[name], answered[name], blank[name]) for name in order]
 
 
 def _written(marks: dict[str, dict], student: str) -> dict[str, dict]:
@@ -192,6 +213,8 @@ def write_grades_csv(records: dict[str, dict], marks: dict[str, dict], missing: 
                 t = totals(record, marks)
                 check = [f"CHECK BY HAND: {item}" for item in to_check(record)]
                 stopped = [f"did not run to the end: {item}" for item in stopped_runs(record)]
+                blank = not_answered(record)
+                stopped += [f"not answered: {', '.join(blank)}"] if blank else []
                 pending = (["hand grading pending: " + ", ".join(t["pending"])]
                            if t["pending"] else [])
                 writer.writerow(_text_row([
@@ -221,9 +244,11 @@ def score_counts(records: dict[str, dict]) -> list[tuple[str, float, list[list[f
 
 
 def diagnosis_bars(records: dict[str, dict]) -> list[tuple[str, int]]:
-    """("exercise: code", students) per diagnosis given: the diagnosis chart's data."""
+    """("exercise: code", students) per diagnosis given, blanks aside (the exercises' sections
+    count them): the diagnosis chart's data."""
     return [(f"{ex}: {code}", len(students)) for ex in exercise_names(records)
-            for code, students in students_by_diagnosis(records, ex).items()]
+            for code, students in students_by_diagnosis(records, ex).items()
+            if code != NOT_ANSWERED]
 
 
 def _e(value) -> str:
@@ -240,17 +265,35 @@ def _table(header: tuple[str, ...], rows) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _rate(ok: int, answered: int, blank: int) -> str:
+    """A pass rate's row: passed / answered, the rate, and how many left it as released."""
+    rate = f"{100 * ok / answered:.0f}%" if answered else "not attempted"
+    return (f"<td>{ok} / {answered}</td><td>{rate}</td>"
+            f"<td>{blank}</td>")
+
+
 def _exercise_section(records: dict[str, dict], exercise: str) -> str:
     graded = [r for r in records.values() if r["status"] == GRADED and exercise in r["exercises"]]
-    scores = [r["exercises"][exercise]["score"] for r in graded]
+    blank = sorted(r["student"] for r in graded if left_as_released(r["exercises"][exercise]))
+    heading = f"<h3 id='{_e(exercise)}'>{_e(exercise_heading(exercise))}</h3>"
+    if graded and len(blank) == len(graded):
+        return (heading + f"<p>Not attempted: none of the {len(graded)} graded students "
+                "answered this exercise (every answer is as the notebook was handed out), "
+                "so it has no pass rates and no diagnoses.</p>")
+    answering = [r for r in graded if r["student"] not in blank]
+    scores = [r["exercises"][exercise]["score"] for r in answering]
     top = graded[0]["exercises"][exercise]["max_score"] if graded else 0
-    full = sum(1 for r in graded if r["exercises"][exercise]["score"] >= top)
+    full = sum(1 for r in answering if r["exercises"][exercise]["score"] >= top)
     mean = sum(scores) / len(scores) if scores else 0.0
-    rates = "".join(
-        f"<tr><td>{_e(name)}</td><td>{ok} / {seen}</td><td>{100 * ok / seen:.0f}%</td></tr>"
-        for name, ok, seen in pass_rates(records, exercise))
+    rates = "".join(f"<tr><td>{_e(name)}</td>{_rate(ok, answered, left)}</tr>"
+                    for name, ok, answered, left in pass_rates(records, exercise))
+    not_answered = (f"<p>Not answered (left as the notebook was handed out) by {len(blank)}: "
+                    f"{_e(', '.join(blank))}. They are left out of the mean and of the pass "
+                    "rates.</p>" if blank else "")
     diagnoses = []
     for code, students in students_by_diagnosis(records, exercise).items():
+        if code == NOT_ANSWERED:
+            continue  # counted per test above, and named there: not a mistake
         wording = WORDING.get(code)
         section = lesson_section(code, exercise)
         diagnoses.append(
@@ -259,19 +302,20 @@ def _exercise_section(records: dict[str, dict], exercise: str) -> str:
             f"{'<br><span class=note>' + _e(wording.explanation) + '</span>' if wording else ''}"
             f"{'<br><span class=note>lesson: ' + _e(section.title) + '</span>' if section else ''}"
             f"</td><td>{_e(', '.join(students))}</td></tr>")
-    short = len(graded) - full
-    undiagnosed = ("every graded student's answer was correct" if not short else
-                   f"{short} graded student{'s' if short != 1 else ''} without full marks, "
-                   "and no mistake the grader recognises (an answer left out, say: the pass "
-                   "rates above show which tests failed)")
+    short = len(answering) - full
+    undiagnosed = ("every answer was correct" if not short else
+                   f"{short} answering student{'s' if short != 1 else ''} without full marks, "
+                   "and no mistake the grader recognises (the pass rates above show which "
+                   "tests failed)")
     diag_table = (
         "<table><tr><th>diagnosis</th><th>students</th><th>meaning</th><th>who</th></tr>"
         + "".join(diagnoses) + "</table>" if diagnoses else
         f"<p>No diagnoses: {undiagnosed}.</p>")
-    return (f"<h3 id='{_e(exercise)}'>{_e(exercise_heading(exercise))}</h3>"
-            f"<p>{len(graded)} graded; mean {mean:.2f} / {points(top)}; full marks: {full}.</p>"
-            f"<h4>Pass rate of each test</h4><table><tr><th>test</th><th>passed</th>"
-            f"<th>rate</th></tr>{rates}</table>"
+    return (heading
+            + f"<p>{len(graded)} graded, {len(answering)} answered it; mean of those who "
+            f"answered {mean:.2f} / {points(top)}; full marks: {full}.</p>{not_answered}"
+            f"<h4>Pass rate of each test</h4><table><tr><th>test</th><th>passed / answered"
+            f"</th><th>rate</th><th>not answered</th></tr>{rates}</table>"
             f"<h4>Diagnoses</h4>{diag_table}")
 
 

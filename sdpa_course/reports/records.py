@@ -125,6 +125,17 @@ def stopped_runs(record: dict) -> list[str]:
     return found + ([str(cell) for cell in cells] if isinstance(cells, list) else [])
 
 
+def not_answered(record: dict) -> list[str]:
+    """The exercises of a graded student's record with an answer left as the release has it
+    (diagnosis `not-answered`): `ex2`. The grade table, grades.csv and the exports say so
+    beside the score, so that a blank reads as a blank, never as a crash."""
+    if record.get("status") != GRADED:
+        return []
+    return [exercise for exercise, result in sorted((record.get("exercises") or {}).items())
+            if isinstance(result, dict) and isinstance(result.get("diagnoses"), list)
+            and "not-answered" in result["diagnoses"]]
+
+
 def results_dir(reports_dir: Path) -> Path:
     return reports_dir / "results"
 

@@ -125,6 +125,10 @@ import unicodedata
 LESSON_EX1 = {"q": (1, 0), "k1": (1, 0), "k2": (0, 1), "v1": (1, 0), "v2": (0, 1), "d_k": 2}
 LESSON_EX2 = {"gap": 8, "d_k": 64}
 DEFAULT_LABEL = "default"
+# The scaled gaps the lesson works out (exercise 1's, and the two of section 2): a variant's
+# weights stay clear of theirs, so that no student takes the lesson's printed numbers for theirs.
+LESSON_SCALED_GAPS = (1 / math.sqrt(2), 1.0, 2.0)
+HEAD_DIMENSIONS = (16, 32, 64, 128)
 
 
 def _variant_digest(numbers_key, assignment, student):
@@ -141,20 +145,30 @@ def _draws(digest, purpose):
             yield int.from_bytes(block[start:start + 4], "big")
 
 
+def _lesson_weight(scaled_gap):
+    """Whether the larger key's weight at this scaled gap reads as one the lesson prints."""
+    return any(abs(1 / (1 + math.exp(-scaled_gap)) - 1 / (1 + math.exp(-gap))) < 0.002
+               for gap in LESSON_SCALED_GAPS)
+
+
 def _ex1_fits(numbers):
-    """Numbers a calculator handles and on which every catalogued slip shows."""
+    """Numbers a calculator handles, on which every catalogued slip shows, and which tell the
+    lesson's story: the query matches key 1 best, so the output is mostly v1."""
     s1, s2 = (sum(a * b for a, b in zip(numbers["q"], numbers[k], strict=True))
               for k in ("k1", "k2"))
-    return (max(abs(s1), abs(s2)) <= 4 and max(s1, s2) >= 0
-            and 0.5 <= abs(s1 - s2) / math.sqrt(numbers["d_k"]) <= 2
-            and numbers["v1"] != numbers["v2"] and numbers != LESSON_EX1)
+    v1, v2 = numbers["v1"], numbers["v2"]
+    scaled_gap = (s1 - s2) / math.sqrt(numbers["d_k"])
+    return (max(abs(s1), abs(s2)) <= 4 and s1 > s2 and s1 >= 0
+            and 0.5 <= scaled_gap <= 2 and not _lesson_weight(scaled_gap)
+            and any(v1) and any(v2) and all(a != b for a, b in zip(v1, v2, strict=True))
+            and numbers != LESSON_EX1)
 
 
 def _ex1_numbers(digest):
-    """Exercise 1: one query, two keys and their values, all small integers; d_k is 2 or 4."""
+    """Exercise 1: one query, two keys and their values, all small integers; d_k is 2 to 4."""
     draws = _draws(digest, "ex1")
     while True:
-        d_k = (2, 4)[next(draws) % 2]
+        d_k = (2, 3, 4)[next(draws) % 3]
         q, k1, k2 = (tuple(next(draws) % 5 - 2 for _ in range(d_k)) for _ in range(3))
         v1, v2 = (tuple(next(draws) % 5 - 2 for _ in range(2)) for _ in range(2))
         numbers = {"q": q, "k1": k1, "k2": k2, "v1": v1, "v2": v2, "d_k": d_k}
@@ -163,11 +177,11 @@ def _ex1_numbers(digest):
 
 
 def _ex2_numbers(digest):
-    """Exercise 2: the raw score gap (6 to 9) and d_k (a perfect square, 16 to 100)."""
+    """Exercise 2: the raw score gap (6 to 9) and d_k, a head dimension (16 to 128)."""
     draws = _draws(digest, "ex2")
     while True:
-        numbers = {"gap": 6 + next(draws) % 4, "d_k": (4 + next(draws) % 7) ** 2}
-        if numbers["gap"] ** 2 not in (numbers["d_k"], 4 * numbers["d_k"]):
+        numbers = {"gap": 6 + next(draws) % 4, "d_k": HEAD_DIMENSIONS[next(draws) % 4]}
+        if not _lesson_weight(numbers["gap"] / math.sqrt(numbers["d_k"])):
             return numbers
 
 
@@ -210,7 +224,14 @@ def _numbers_text(exercise):
     if exercise == "ex1":
         vectors = [f"{name} = {_vector(EX1[name])}" for name in ("q", "k1", "k2", "v1", "v2")]
         return ", ".join(vectors + [f"d_k = {EX1['d_k']}"])
-    return f"raw scores ({EX2['gap']}, 0), d_k = {EX2['d_k']}"
+    gap, d_k = EX2["gap"], EX2["d_k"]
+    # q.k has standard deviation sqrt(d_k): the gap in those units is the scaled gap
+    deviations = gap / math.sqrt(d_k)
+    spread = f"{deviations:.3g}"
+    root = f"{math.isqrt(d_k)}" if math.isqrt(d_k) ** 2 == d_k else f"{math.sqrt(d_k):.2f}"
+    return (f"raw scores ({gap}, 0), d_k = {d_k}: the gap is {spread} standard "
+            f"deviation{'' if spread == '1' else 's'} of q.k "
+            f"(sqrt({d_k}) {'=' if '.' not in root else '≈'} {root})")
 
 
 def _show_your_numbers():
@@ -648,7 +669,8 @@ _report("Exercise 2(b)", _ex2_number_problems())
 # **Mark scheme (2 points).** Whole points only; read the answer for these two ideas:
 # (i) *saturation*: unscaled, the gap of 8 makes the softmax nearly one-hot (0.9997), and
 # (ii) *gradient*: where it is saturated the smaller key's weight has a near-zero slope
-# ($w(1-w) \approx 0.0003$), while scaled (gap 1, 0.731) the slope is hundreds of times larger.
+# ($w(1-w) \approx 0.0003$), while scaled (gap 1, 0.731) the slope is 586 times larger; with a
+# student's own numbers it is between 60 and 1,800 times larger (`sdpa-course variant STUDENT`).
 #
 # * **2 points**: (i) and (ii), linked: saturation is *why* the gradient vanishes.
 # * **1 point**: one only, e.g. *"unscaled, the other key is ignored"*, nothing on the gradient.
