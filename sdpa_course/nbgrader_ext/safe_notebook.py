@@ -11,6 +11,7 @@ a notebook could smuggle into a page:
 - markdown attachments: only base64 PNG, JPEG and GIF pictures;
 - raw cells: shown as text, never passed through as HTML;
 - cell tags (templates put them in a class attribute): only plain words;
+- cells: those beyond the page's budget folded into one notice (`cell_budget`);
 - sources: each cell's cut at `MAX_CELL_CHARS`, and all but the written answers' within
   `MAX_PAGE_CHARS` for the page, saying what was cut (as `RedactFeedback` does for the
   feedback): a submission of megabytes of code made formgrader's page take minutes to render
@@ -23,6 +24,7 @@ import re
 
 from nbformat.v4 import new_output
 
+from sdpa_course.nbgrader_ext.cell_budget import OTHER_CELLS_SHOWN, fold_extra_cells
 from sdpa_course.nbgrader_ext.feedback_step import FeedbackPreprocessor
 from sdpa_course.nbgrader_ext.redact import MAX_CELL_CHARS, MAX_PAGE_CHARS, TextBudget
 
@@ -82,6 +84,9 @@ class SafeNotebook(FeedbackPreprocessor):
 
     def preprocess(self, nb, resources):
         self._budget = TextBudget(MAX_PAGE_CHARS)
+        # first, so no later step pays for the folded cells; one more cell than the budget:
+        # the notice an autograded notebook holds already (`FoldExtraCells`) is not folded again
+        nb.cells = fold_extra_cells(nb.cells, OTHER_CELLS_SHOWN + 1)[0]
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
