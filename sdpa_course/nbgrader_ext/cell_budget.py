@@ -32,6 +32,7 @@ OTHER_CELLS_SHOWN = 250
 # no page may show an unbounded number of cells whatever notebook it is made of
 MARKED_CELLS_SHOWN = 1_000
 FOLDED_KEY = "folded"  # in the notebook's `sdpa_course` metadata: {"cells": N, "chars": K}
+PAGE_SCALE_KEY = "page_scale"  # in the exporter's resources["sdpa_course"]: see page_scale
 
 
 def _chars(source) -> int:
@@ -42,11 +43,32 @@ def _chars(source) -> int:
     return 0
 
 
+def page_scale(resources) -> float:
+    """The share of the budgets a page is made with: 1, or less when a first rendering came
+    out larger than a feedback page may be (`FeedbackExporter`)."""
+    ours = resources.get(METADATA_KEY) if isinstance(resources, dict) else None
+    scale = ours.get(PAGE_SCALE_KEY, 1.0) if isinstance(ours, dict) else 1.0
+    return min(max(float(scale), 0.0), 1.0) if isinstance(scale, (int, float)) else 1.0
+
+
+def _notice_counts(cell) -> tuple[int, int] | None:
+    """(cells, characters) of a notice this module made, else None."""
+    ours = cell.get("metadata", {}).get(METADATA_KEY)
+    folded = ours.get(FOLDED_KEY) if isinstance(ours, dict) else None
+    if not isinstance(folded, dict):
+        return None
+    cells, chars = folded.get("cells"), folded.get("chars")
+    if (isinstance(cells, int) and isinstance(chars, int) and cells > 0 and chars >= 0
+            and cell.get("source") == fold_notice(cells, chars)):
+        return cells, chars
+    return None
+
+
 def fold_notice(cells: int, chars: int) -> str:
     """The notice's text (markdown, the kit's own words and two numbers)."""
     return (f"*[{cells:,} further cell{'s' if cells != 1 else ''}, {chars:,} characters, not "
-            f"shown: a page shows the notebook's graded and course cells and its first "
-            f"{OTHER_CELLS_SHOWN} others. Every cell was run and graded.]*")
+            "shown: a page shows the notebook's graded and course cells and as many others as "
+            "it has room for. Every cell was run and graded.]*")
 
 
 def fold_extra_cells(cells: list, other_cells: int = OTHER_CELLS_SHOWN) -> tuple[list, int, int]:
@@ -67,10 +89,13 @@ def fold_extra_cells(cells: list, other_cells: int = OTHER_CELLS_SHOWN) -> tuple
         else:
             if notice_at is None:
                 notice_at = len(kept)
-            folded += 1
-            chars += _chars(cell.get("source", ""))
+            counts = _notice_counts(cell)  # a notice folded again: the cells it stands for
+            folded += counts[0] if counts else 1
+            chars += counts[1] if counts else _chars(cell.get("source", ""))
     if folded:
-        kept.insert(notice_at, new_markdown_cell(fold_notice(folded, chars)))
+        notice = new_markdown_cell(fold_notice(folded, chars))
+        notice.metadata[METADATA_KEY] = {FOLDED_KEY: {"cells": folded, "chars": chars}}
+        kept.insert(notice_at, notice)
     return kept, folded, chars
 
 
