@@ -192,3 +192,52 @@ def test_a_student_cell_is_capped_on_the_page():
     nb, _ = RedactFeedback()(nb, {})
     assert len(nb.cells[0].source) < MAX_CELL_CHARS + 100
     assert "more characters not shown" in nb.cells[0].source
+
+
+def _own_cells(count: int, source: str, outputs=()) -> list:
+    """Cells of the student's own, built as nodes directly (nbformat's constructors validate
+    each, which takes minutes for 100,000)."""
+    return [nbformat.NotebookNode(cell_type="code", id=f"own{i}", metadata=nbformat.NotebookNode(),
+                                  source=source, outputs=list(outputs), execution_count=None)
+            for i in range(count)]
+
+
+PNG_100KB = "iVBORw0KGgo" + "A" * 100_000  # base64 as the page checks it (never decoded)
+ATTACKS = {
+    "100,000 one-line cells": lambda: _own_cells(100_000, "x = 1"),
+    "250 cells of code that is all markup": lambda: _own_cells(250, "1," * 10_000),
+    "figures in cells of its own": lambda: _own_cells(12, "plt.show()", [nbformat.from_dict(
+        {"output_type": "display_data", "data": {"image/png": PNG_100KB}, "metadata": {}})]),
+    "printed megabytes": lambda: _own_cells(3, "print(s)", [nbformat.from_dict(
+        {"output_type": "stream", "name": "stdout", "text": "<&>" * 300_000})]),
+}
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_a_feedback_page_stays_within_its_size_whatever_the_notebook_holds(real_class, attack):
+    """Issue 25: the README's 150 KB for any notebook (a page over it is made again with
+    less of the student's own cells and text, saying what was left out); the answers keep
+    their place on the page."""
+    from sdpa_course.course.directory import Course
+    from sdpa_course.grading.feedback import FeedbackWriter
+    from sdpa_course.nbgrader_ext.cell_budget import FoldExtraCells
+    from sdpa_course.nbgrader_ext.feedback_exporter import MAX_PAGE_BYTES
+
+    course, _ = real_class
+    nb = nbformat.read(str(course / "autograded" / "key" / "sdpa" / "attention.ipynb"), 4)
+    if attack in ("figures in cells of its own", "printed megabytes"):
+        nb.cells[1:1] = ATTACKS[attack]()
+    else:
+        nb.cells += ATTACKS[attack]()
+    nb, _ = FoldExtraCells()(nb, {})  # as autograde leaves it (a notebook of 100,000 cells
+    # takes a minute to render unfolded; SafeNotebook would fold it all the same)
+    writer = FeedbackWriter(Course.open(course))
+    resources = {"nbgrader": {"student": "key", "assignment": "sdpa", "notebook": "attention",
+                              "db_url": f"sqlite:///{course / 'gradebook.db'}"}}
+    page, _ = writer.exporter.from_notebook_node(nb, resources=resources)
+    assert len(page.encode()) <= MAX_PAGE_BYTES == 150_000
+    text = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    for grade_id in ("ex1_answer", "ex2_softmax", "ex2_explain", "ex3_attention"):
+        assert f"({grade_id})" in text, grade_id
+    assert "Total so far" in text and "Exercise 3: causal scaled dot-product attention" in text
+    assert re.search(r"not shown|no room left", text)

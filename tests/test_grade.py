@@ -1175,3 +1175,74 @@ def test_a_submission_time_the_kit_cannot_read_is_flagged_in_every_export(
     assert done.returncode == 0, done.stderr
     rows = {row["student_id"]: row for row in csv.DictReader(out.open(encoding="utf-8"))}
     assert rows["ok"]["reason"] == "" and check[0] in rows["odd"]["reason"]
+
+
+def one_line_cells(count: int) -> list:
+    """`x7 = 7`...: built as nodes directly (nbformat's new_code_cell validates each)."""
+    return [nbformat.NotebookNode(cell_type="code", id=f"x{i}", metadata=nbformat.NotebookNode(),
+                                  source=f"x{i} = {i}", outputs=[], execution_count=None)
+            for i in range(count)]
+
+
+@pytest.mark.slow
+def test_a_notebook_of_100000_cells_is_graded_in_full_and_warned_of_its_pages_fold_them(
+        tmp_path):
+    """Issue 25: 100,000 one-line cells (under the size cap) are graded as any submission;
+    grade's table, --json, scores.csv and the class report say its pages fold them, and its
+    feedback page and autograded notebook (what formgrader renders) stay small."""
+    from sdpa_course.nbgrader_ext.cell_budget import OTHER_CELLS_SHOWN
+
+    course = released_course(tmp_path / "course")  # the default deadline: 16 MB to read
+    key = answer_key()
+    many = copy.deepcopy(key)
+    many.cells += one_line_cells(100_000)
+    submit(course, "ada", key)
+    submit(course, "max", many)
+    result = grade_course(course, workers=1)
+    ada, big = result.records["ada"], result.records["max"]
+    assert big["status"] == "graded" and big["score"] == ada["score"] == 20, big["error"]
+    unmarked = sum(1 for c in key.cells if not c.metadata.get("nbgrader", {}).get("grade_id"))
+    folded = 100_000 - (OTHER_CELLS_SHOWN - unmarked)
+    assert big["folded_cells"]["cells"] == folded and ada["folded_cells"] is None
+    table = io.StringIO()
+    pipeline._print_summary(result, table)
+    rows = {line.split()[0]: line for line in table.getvalue().splitlines() if line}
+    assert f"pages fold {folded:,} cells" in rows["max"] and "pages fold" not in rows["ada"]
+    assert any("pages fold" in w for w in result.as_json()["students"]["max"]["warnings"])
+    report = course / "reports" / "sdpa"
+    scores = {r["student"]: r for r in csv.DictReader((report / "scores.csv").open())}
+    assert f"pages fold {folded:,} cells" in scores["max"]["reason"]
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (
+        report / "class_report.html").read_text())).split())
+    assert "Submissions too long for a page: 1" in page and f"max {folded:,}" in page
+    feedback = (course / "feedback" / "max" / "sdpa" / "attention.html").read_bytes()
+    assert len(feedback) <= 150_000  # 21.6 MB before
+    assert f"{folded:,} further cells" in feedback.decode()
+    autograded = course / "autograded" / "max" / "sdpa" / "attention.ipynb"
+    assert autograded.stat().st_size < 500_000  # formgrader reads this: 11.5 MB before
+    submitted = nbformat.read(str(course / "submitted" / "max" / "sdpa" / "attention.ipynb"), 4)
+    assert len(submitted.cells) == len(many.cells)  # the student's notebook, whole
+
+
+@pytest.mark.slow
+def test_cells_beyond_the_pages_budget_still_run_and_count(tmp_path):
+    """The real engine: the softmax an answer calls is defined in a cell the pages fold (after
+    300 cells of the student's own); the answer earns its points all the same."""
+    course = released_course(tmp_path / "course")
+    nb = with_cell_source(answer_key(), "ex2_softmax",
+                          "def softmax(z):\n    return my_softmax(z)  # defined above\n")
+    helper = new_code_cell(
+        "def my_softmax(z):\n"
+        "    z = np.asarray(z, dtype=float)  # (..., m)\n"
+        "    e = np.exp(z - z.max(axis=-1, keepdims=True))  # (..., m)\n"
+        "    return e / e.sum(axis=-1, keepdims=True)  # (..., m)\n")
+    at = next(i for i, c in enumerate(nb.cells)
+              if c.metadata.get("nbgrader", {}).get("grade_id") == "setup") + 1
+    nb.cells[at:at] = [*one_line_cells(300), helper]
+    submit(course, "kim", nb)
+    result = pipeline.grade_course(course, workers=1)
+    kim = result.records["kim"]
+    assert kim["status"] == "graded" and kim["score"] == 20, kim
+    assert kim["folded_cells"]["cells"] > 0
+    page = (course / "feedback" / "kim" / "sdpa" / "attention.html").read_text()
+    assert "my_softmax(z)" in page and "def my_softmax" not in page  # answer shown, helper folded

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import fake_engine
+import nbformat
 import pytest
 from grade_course_factory import answer_key, released_course, submit, with_code
 from nbgrader.api import Gradebook
@@ -198,3 +199,39 @@ def test_a_second_run_on_the_same_course_stops_before_writing_anything(tmp_path)
             feedback_class(course)
     assert not (course / "autograded").exists() and not (course / "feedback").exists()
     assert grade(course).records["ada"]["status"] == "graded"  # once the first run is over
+
+
+def test_totals_read_right_and_no_marker_comment_shows_before_a_marker_writes_one(tmp_path):
+    """Issue 26: "20 / 22, plus 2.5 extra credit" on the page, never "22.5 / 22"; grade's
+    table has the extra credit in a column of its own; the exports' totals stay the sum; a
+    written answer left as released shows no "Marker's comment" (nbgrader's own "No
+    response.") until a marker writes one."""
+    course = released_course(tmp_path / "course")
+    release = course / "release" / "sdpa" / "attention.ipynb"
+    submit(course, "bo", nbformat.read(str(release), as_version=4))  # the blank release
+    submit(course, "jo", with_code(answer_key(), "# FAKE:ex4=2.5"))
+    result = grade(course)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # nbgrader's own words
+        assert gb.find_comment("ex2_explain", "attention", "sdpa", "bo").comment == \
+            "No response."
+    assert "Marker's comment" not in page_text(course, "bo")
+    jo = page_text(course, "jo")
+    assert "Total so far: 20 / 22, plus 2.5 extra credit" in jo and "22.5 / 22" not in jo
+    assert "Marker's comment" not in jo
+    table = io.StringIO()
+    pipeline._print_summary(result, table)
+    lines = table.getvalue().splitlines()
+    assert lines[0].split()[:4] == ["student", "status", "score", "extra"]
+    shown = {line.split()[0]: line.split() for line in lines[1:] if line.strip()}
+    assert shown["jo"][1:6] == ["graded", "20", "/", "20", "+2.5"]
+    assert shown["bo"][5] != "+0"
+
+    mark_by_hand(course, "jo", 2.0, "Clear.")
+    mark_by_hand(course, "bo", 0.0, "Nothing written yet.")
+    grade(course)
+    jo, bo = page_text(course, "jo"), page_text(course, "bo")
+    assert "Total so far: 22 / 22, plus 2.5 extra credit" in jo and "Marker's comment: Clear." in jo
+    assert "Marker's comment: Nothing written yet." in bo
+    lms = rows(course / "reports" / "sdpa" / "grades.csv")  # the exports' sums, as before
+    assert (lms["jo"]["total"], lms["jo"]["extra_credit"], lms["jo"]["max_total"]) == (
+        "24.5", "2.5", "22")

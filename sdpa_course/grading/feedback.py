@@ -56,7 +56,7 @@ class ClassFeedbackExporter(FeedbackExporter):
             self._highlighted[source] = feedback_code_html(source)
         return self._highlighted[source]
 
-    def from_notebook_node(self, nb, resources=None, **kw):
+    def render_page(self, nb, resources=None, **kw):
         resources = self._init_resources(resources)
         self.register_filter("highlight_code", self._highlight_code)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(

@@ -229,7 +229,9 @@ class _GradingRun:
                 fingerprint, retry=True, warnings=notes))
         else:
             self.finish(records.graded_record(outcome.key, outcome.report, fingerprint, notes,
-                                              self.recorder.to_check.pop(outcome.key, [])))
+                                              self.recorder.to_check.pop(outcome.key, []),
+                                              folded=self.recorder.folded.pop(outcome.key,
+                                                                              None)))
 
     def finish(self, record: dict, *, timed: bool = True) -> None:
         student = record["student"]
@@ -378,10 +380,14 @@ def _print_summary(result: ClassResult, stream) -> None:
         print(UNSAFE_NOTE + "\n", file=stream)
     ids = {student: id_for_terminal(student) for student in result.records}
     width = max([len(s) for s in ids.values()] + [7])
-    print(f"{'student':<{width}}  {'status':<7}  {'score':>11}  notes", file=stream)
+    # extra credit in a column of its own: on top of the score, never in its maximum
+    print(f"{'student':<{width}}  {'status':<7}  {'score':>11}  {'extra':>5}  notes",
+          file=stream)
     for student, record in result.records.items():
+        extra = "-"
         if record["status"] == records.GRADED:
             score = f"{record['score']:g} / {record['max_score']:g}"
+            extra = f"+{record.get('extra_credit') or 0:g}" if record.get("extra_credit") else ""
             notes = ", ".join(sorted({f"{ex}: {code}" for ex, result_ in
                                       record["exercises"].items()
                                       for code in result_.get("diagnoses") or []}))
@@ -394,12 +400,14 @@ def _print_summary(result: ClassResult, stream) -> None:
             if record.get("stopped_cells"):  # those of an exercise are its diagnoses above
                 notes += ("; " if notes else "") + ("did not run to the end: "
                                                     + ", ".join(record["stopped_cells"]))
+            if records.folded_note(record.get("folded_cells")):
+                notes += ("; " if notes else "") + records.folded_note(record["folded_cells"])
         else:
             score, notes = "-", record["error"] or ""
-        print(f"{ids[student]:<{width}}  {record['status']:<7}  {score:>11}  "
+        print(f"{ids[student]:<{width}}  {record['status']:<7}  {score:>11}  {extra:>5}  "
               f"{for_terminal(notes)}", file=stream)
     for student in result.missing:
-        print(f"{id_for_terminal(student):<{width}}  {'missing':<7}  {'-':>11}  "
+        print(f"{id_for_terminal(student):<{width}}  {'missing':<7}  {'-':>11}  {'-':>5}  "
               "in the gradebook, nothing submitted", file=stream)
     now = [result.records[s] for s in result.graded_now if s in result.records]
     graded_now = sum(1 for r in now if r["status"] == records.GRADED)

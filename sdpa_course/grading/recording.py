@@ -32,6 +32,7 @@ from sdpa_course.grading.submissions import (
     read_timestamp,
 )
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
+from sdpa_course.nbgrader_ext.cell_budget import FOLDED_KEY
 
 
 def _write(nb, path: Path) -> None:
@@ -90,6 +91,9 @@ class SubmissionRecorder:
         # what a person must check in each prepared submission (a time the kit could not
         # read: no late penalty was applied); taken by the run into the student's record
         self.to_check: dict[str, list[str]] = {}
+        # the cells each recorded submission's pages fold ({"cells", "chars"}; `cell_budget`),
+        # taken by the run into the student's record
+        self.folded: dict[str, dict] = {}
         notebook = gradebook.find_notebook(course.notebook, course.assignment)
         self.grade_ids = {cell.name for cell in notebook.grade_cells}
         self.cell_ids = self.grade_ids | {cell.name for cell in notebook.solution_cells}
@@ -191,6 +195,9 @@ class SubmissionRecorder:
         resources[METADATA_KEY] = {"report": report}
         for step in self.autograde_steps:
             nb, resources = step(nb, resources)
+        folded = nb.metadata.get(METADATA_KEY, {}).get(FOLDED_KEY)
+        if folded:
+            self.folded[student] = dict(folded)
         self._unanswered_written_answers_to_mark(student)
         _write(nb, path)
         return self.feedback.write(student, nb)
@@ -219,6 +226,7 @@ class SubmissionRecorder:
         self._sanitized.pop(student, None)
         self._timestamps.pop(student, None)
         self.to_check.pop(student, None)
+        self.folded.pop(student, None)
         for step in ("autograded", "feedback"):
             folder = self.course.folder(step, student)
             if folder.exists():

@@ -16,6 +16,7 @@ from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells, Save
 from sdpa_course.assignment import NOTEBOOK
 from sdpa_course.nbgrader_ext import code_html, student_html
 from sdpa_course.nbgrader_ext.autograde import EngineGrades
+from sdpa_course.nbgrader_ext.cell_budget import FoldExtraCells
 from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
 from sdpa_course.nbgrader_ext.export import KitCsvExport
 from sdpa_course.nbgrader_ext.extra_credit import SaveExtraCredit
@@ -50,12 +51,13 @@ def configure_grading(c) -> None:
     """Settings for autograde and feedback: the kit's engine in place of nbgrader's kernel."""
     # nbgrader's autograde pipeline, in its own order, with the engine in Execute's slot:
     # the scores must be in the cells before SaveAutoGrades reads them. SaveExtraCredit comes
-    # right after SaveAutoGrades, whose grade rows it completes.
+    # right after SaveAutoGrades, whose grade rows it completes. FoldExtraCells folds a graded
+    # notebook's cells beyond the pages' budget (formgrader reads the autograded notebook).
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
     c.Autograde.autograde_preprocessors = [
         replaced
         for step in steps
-        for replaced in ([EngineGrades] if step is Execute
+        for replaced in ([EngineGrades, FoldExtraCells] if step is Execute
                          else [step, SaveExtraCredit] if step is SaveAutoGrades else [step])
     ]
     # A deleted graded cell comes back (and is scored) instead of silently keeping no grade;

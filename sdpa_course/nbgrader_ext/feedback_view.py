@@ -34,10 +34,21 @@ FOLDED_CODE = (  # grade_id prefix or suffix -> what the folded code is
 
 
 class GetGradesWithPending(GetGrades):
-    """nbgrader's GetGrades, plus `pending` on grades nobody has given yet.
+    """nbgrader's GetGrades, plus `pending` on grades nobody has given yet, and only the
+    comments a marker wrote.
 
     nbgrader shows an ungraded written answer as 0; the kit's template shows "pending".
+    nbgrader's comment of an answer left as released is its own "No response.", which the
+    page would show as the marker's comment before any marker looked.
     """
+
+    def _get_comment(self, cell, resources):
+        super()._get_comment(cell, resources)
+        comment = self.gradebook.find_comment(
+            cell.metadata["nbgrader"]["grade_id"], self.notebook_id, self.assignment_id,
+            self.student_id,
+        )
+        cell.metadata.nbgrader["comment"] = (comment.manual_comment or "").strip() or None
 
     def _get_score(self, cell, resources):
         super()._get_score(cell, resources)

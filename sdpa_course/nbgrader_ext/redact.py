@@ -23,6 +23,7 @@ import re
 
 from sdpa_course.assignment import METADATA_KEY
 from sdpa_course.nbgrader_ext.autograde import is_autograded_cell
+from sdpa_course.nbgrader_ext.cell_budget import page_scale
 from sdpa_course.nbgrader_ext.feedback_step import FeedbackPreprocessor
 
 TEST_CELL_NOTE = "# Graded by the course's hidden tests; the tests themselves are not shown."
@@ -110,7 +111,7 @@ class RedactFeedback(FeedbackPreprocessor):
 
     def preprocess(self, nb, resources):
         nb.metadata.pop(METADATA_KEY, None)
-        self._budget = TextBudget(MAX_PAGE_CHARS)
+        self._budget = TextBudget(int(MAX_PAGE_CHARS * page_scale(resources)))
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):

@@ -11,6 +11,9 @@ a notebook could smuggle into a page:
 - markdown attachments: only base64 PNG, JPEG and GIF pictures;
 - raw cells: shown as text, never passed through as HTML;
 - cell tags (templates put them in a class attribute): only plain words;
+- cells: those beyond the page's budget folded into one notice (`cell_budget`);
+- figures: all at the page's full budgets; on a page made again smaller (a feedback page
+  over its size, `FeedbackExporter`) only the course's own cells';
 - sources: each cell's cut at `MAX_CELL_CHARS`, and all but the written answers' within
   `MAX_PAGE_CHARS` for the page, saying what was cut (as `RedactFeedback` does for the
   feedback): a submission of megabytes of code made formgrader's page take minutes to render
@@ -23,6 +26,7 @@ import re
 
 from nbformat.v4 import new_output
 
+from sdpa_course.nbgrader_ext.cell_budget import OTHER_CELLS_SHOWN, fold_extra_cells, page_scale
 from sdpa_course.nbgrader_ext.feedback_step import FeedbackPreprocessor
 from sdpa_course.nbgrader_ext.redact import MAX_CELL_CHARS, MAX_PAGE_CHARS, TextBudget
 
@@ -30,6 +34,7 @@ BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 PLAIN_TAG = re.compile(r"[\w.:-]{1,64}")
 IMAGE_MIMES = ("image/png", "image/jpeg")
 ATTACHMENT_MIMES = ("image/png", "image/jpeg", "image/gif")
+FIGURE_LEFT_OUT = "[a figure this cell drew: not shown, the page had no room left for it]"
 
 
 def _is_base64(value) -> bool:
@@ -76,22 +81,44 @@ def _is_written_answer(cell) -> bool:
                                                  nbgrader.get("solution"))
 
 
+def _without_figure(output):
+    data = output.get("data") or {}
+    if not any(mime in data for mime in IMAGE_MIMES):
+        return output
+    return new_output("display_data", data={"text/plain": FIGURE_LEFT_OUT})
+
+
 class SafeNotebook(FeedbackPreprocessor):
     """Keep only renderable-safe outputs, attachments and raw cells, and sources of a
     bounded size (see the module doc)."""
 
     def preprocess(self, nb, resources):
-        self._budget = TextBudget(MAX_PAGE_CHARS)
+        self._scale = scale = page_scale(resources)
+        self._budget = TextBudget(int(MAX_PAGE_CHARS * scale))
+        self._answer_chars = int(MAX_CELL_CHARS * scale)
+        # first, so no later step pays for the folded cells; one more cell than the budget:
+        # the notice an autograded notebook holds already (`FoldExtraCells`) is not folded again
+        nb.cells = fold_extra_cells(nb.cells, int(OTHER_CELLS_SHOWN * scale) + 1)[0]
         return super().preprocess(nb, resources)
+
+    def _room_for_figures(self, cell) -> bool:
+        """Figures are shown at the page's full budgets; on a page made again smaller only
+        the course's own cells' (the heatmap), and on the smallest none of the student's."""
+        if self._scale >= 1.0:
+            return True
+        nbgrader = cell.metadata.get("nbgrader")
+        return isinstance(nbgrader, dict) and bool(nbgrader.get("locked"))
 
     def preprocess_cell(self, cell, resources, index):
         source = cell.get("source", "")
         source = "".join(map(str, source)) if isinstance(source, list) else str(source)
         # a written answer is what a TA opens the page to mark: never crowded out by others
-        budget = TextBudget(MAX_CELL_CHARS) if _is_written_answer(cell) else self._budget
+        budget = TextBudget(self._answer_chars) if _is_written_answer(cell) else self._budget
         cell.source = budget.cap(source)
         if "outputs" in cell:
             cell.outputs = [o for o in map(safe_output, cell.outputs) if o is not None]
+            if not self._room_for_figures(cell):
+                cell.outputs = [_without_figure(o) for o in cell.outputs]
         attachments = cell.get("attachments")
         if isinstance(attachments, dict):
             cell.attachments = {

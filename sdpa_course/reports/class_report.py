@@ -8,7 +8,8 @@ Written to `reports/<assignment>/` by `sdpa-course grade` (and `sdpa-course feed
   diagnosis with its meaning and the students who have it (to invite them to a help
   session); hand grading (written answers marked and pending, and where to mark
   them); the submissions to check by hand (graded, but a submission time that could not
-  be read: no late penalty applied), failed submissions with their reasons; late
+  be read: no late penalty applied), the submissions whose pages fold cells beyond their
+  budget (`records.folded_note`), failed submissions with their reasons; late
   submissions;
 - `scores.csv`: one row per student: status, automatic score, the extra credit of the
   optional exercise 4 (never counted in the score or its maximum), each exercise's score and its
@@ -45,7 +46,14 @@ from pathlib import Path
 from autograder.diagnoses.codes import WORDING, lesson_section
 from sdpa_course.reports.charts import diagnosis_chart, score_histograms
 from sdpa_course.reports.feedback_text import exercise_heading, points
-from sdpa_course.reports.records import FAILED, GRADED, not_answered, stopped_runs, to_check
+from sdpa_course.reports.records import (
+    FAILED,
+    GRADED,
+    folded_note,
+    not_answered,
+    stopped_runs,
+    to_check,
+)
 from sdpa_course.reports.safe_text import for_spreadsheet, for_terminal
 
 MISSING = "missing"
@@ -366,6 +374,16 @@ def _html(records, marks, missing, assignment: str, notebook: str, note: str = "
         "<p>A cell of no exercise did not run to the end (a hang or a crash after the "
         "answers): no point was lost, and each student's feedback shows the cell.</p>"
         + _table(("student", "cells"), stopped) if stopped else "")
+    folded = [(r["student"], f"{r['folded_cells']['cells']:,}",
+               f"{r['folded_cells']['chars']:,}")
+              for r in sorted(graded, key=lambda r: r["student"])
+              if folded_note(r.get("folded_cells"))]
+    folded_table = (
+        f"<h2>Submissions too long for a page: {len(folded)}</h2>"
+        "<p>More cells than a page shows (every graded cell, then a few hundred others): "
+        "every cell was run and graded, and the feedback and formgrader fold the rest into "
+        "one notice. The whole notebook is in <code>submitted/</code>.</p>"
+        + _table(("student", "cells folded", "their characters"), folded) if folded else "")
     late = [(s, m["timestamp"], f"{m['seconds_late'] / 3600:.1f} h", points(m["late_penalty"]))
             for s, m in sorted(marks.items()) if m.get("seconds_late", 0) > 0]
     late_table = (_table(("student", "submitted", "late by", "penalty"), late) if late
@@ -390,6 +408,7 @@ Files: <a href="scores.csv">scores.csv</a> (one row per student, diagnoses per e
 <p>{_e(variants_sentence(records))}</p>
 {check_table}
 {stopped_table}
+{folded_table}
 <h2>Exercises</h2>
 <img src="scores.svg" alt="Histograms: how many students got each score, one per exercise">
 <img src="diagnoses.svg" alt="{DIAGNOSES_ALT}">

@@ -142,13 +142,18 @@ def summary_view(report: dict, written: list[dict], late_penalty: float = 0.0) -
                      "note": note, "comment": answer.get("comment") or ""})
     auto, auto_max = float(report.get("score", 0)), float(report.get("max_score", 0))
     extra = float(report.get("extra_credit") or 0)  # on top, as nbgrader's gradebook adds it
-    total = auto + extra + hand_total - float(late_penalty or 0)
+    # out of the maximum, then the extra credit beside it ("20 / 22, plus 4 extra credit",
+    # never "24 / 22"); the two add up to the exports' total: a late penalty larger than the
+    # points is taken from the extra credit, as the exports' sum takes it
+    within = auto + hand_total - float(late_penalty or 0)
+    extra_shown = max(0.0, extra + min(within, 0.0))
     return {
         "variant": variant_view(report.get("variant")),
         "rows": rows,
         "auto": f"{points(auto)} / {points(auto_max)}",
         "extra_credit": points(extra) if extra else "",
-        "total": f"{points(max(total, 0.0))} / {points(auto_max + hand_max)}",
+        "total": f"{points(max(within, 0.0))} / {points(auto_max + hand_max)}",
+        "total_extra_credit": points(extra_shown) if extra_shown else "",
         "pending": points(pending) if pending else "",
         "late_penalty": points(late_penalty) if late_penalty else "",
         "cells": [

@@ -48,15 +48,30 @@ def stopped_cells(report: dict) -> list[str]:
     return cells[:STOPPED_CELLS_SHOWN] + ([f"{more} more cells"] if more > 0 else [])
 
 
+def folded_note(folded) -> str:
+    """`pages fold 99,776 cells (1,188,890 characters)`, or "" for a record without."""
+    if not isinstance(folded, dict):
+        return ""
+    cells, chars = folded.get("cells"), folded.get("chars")
+    if not isinstance(cells, int) or not isinstance(chars, int) or cells <= 0:
+        return ""
+    return (f"pages fold {cells:,} cells ({chars:,} characters): beyond a page's budget, "
+            "graded but not shown")
+
+
 def graded_record(student: str, report: dict, fingerprint: str, warnings: list[str],
-                  check_by_hand: list[str] | None = None) -> dict:
+                  check_by_hand: list[str] | None = None, *,
+                  folded: dict | None = None) -> dict:
     """A graded student; `check_by_hand`: what a person must still check in it (a
     submission time the kit could not read, so no late penalty applied), also in warnings;
     `stopped_cells`: cells outside the exercises that did not run to the end, also in
-    warnings."""
+    warnings; `folded_cells`: the cells its pages fold into one notice ({"cells", "chars"};
+    `nbgrader_ext/cell_budget.py`), also in warnings."""
     stopped = stopped_cells(report)
     if stopped:
         warnings = [*warnings, f"did not run to the end: {', '.join(stopped)}"]
+    if folded_note(folded):
+        warnings = [*warnings, folded_note(folded)]
     return {
         "student": student,
         "status": GRADED,
@@ -69,6 +84,7 @@ def graded_record(student: str, report: dict, fingerprint: str, warnings: list[s
         "warnings": warnings,
         "check_by_hand": list(check_by_hand or []),
         "stopped_cells": stopped,
+        "folded_cells": folded if folded_note(folded) else None,
         "isolation": report.get("isolation", "namespaces"),  # how its code ran
         "fingerprint": fingerprint,
         "retry": False,
