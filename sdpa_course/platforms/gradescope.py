@@ -52,6 +52,8 @@ if [ ! -s {ROOT}/results/results.json ]; then  # the kit could not even start: s
         > {ROOT}/results/results.json
 fi
 """
+# Student text (cell errors, warnings, file names) is shown as text, never as HTML or markdown.
+PLAIN_TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}
 KIT_FAILED = ("The autograder itself failed ({error}), so this submission was not graded; "
               "please tell your instructor. Resubmitting will not help until it is fixed.")
 
@@ -59,7 +61,7 @@ KIT_FAILED = ("The autograder itself failed ({error}), so this submission was no
 def results(outcome: Graded | Ungradeable, student: str) -> dict:
     """Gradescope's results.json for one graded or ungradeable submission."""
     if isinstance(outcome, Ungradeable):
-        return {"score": 0.0, "output": outcome.reason, "visibility": "visible",
+        return {"score": 0.0, "output": outcome.reason, **PLAIN_TEXT, "visibility": "visible",
                 "stdout_visibility": "hidden", "tests": [],
                 "extra_data": {"sdpa_course": {"status": "ungradeable", "student": student,
                                                "reason": outcome.reason}}}
@@ -76,6 +78,7 @@ def results(outcome: Graded | Ungradeable, student: str) -> dict:
     return {
         "score": round(outcome.score + outcome.extra_credit, 4),
         "output": outcome.summary,
+        **PLAIN_TEXT,
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
