@@ -97,6 +97,18 @@ def test_the_grader_finds_the_notebook_before_a_python_file(tmp_path):
     assert find_submission(tmp_path) == tmp_path / f"{NOTEBOOK}.ipynb"
 
 
+def test_the_grader_never_follows_a_link_out_of_the_submission(tmp_path):
+    from sdpa_course.platforms.runner import find_submission
+
+    staff, submitted = tmp_path / "source", tmp_path / "submission"
+    staff.mkdir()
+    submitted.mkdir()
+    (staff / "sdpa_grader.json").write_text('{"seed": "secret"}')
+    (submitted / f"{NOTEBOOK}.py").symlink_to(staff / "sdpa_grader.json")
+    (submitted / "also.ipynb").symlink_to(staff / "sdpa_grader.json")
+    assert find_submission(submitted) is None
+
+
 def test_the_command_refuses_a_folder_that_is_not_a_course(tmp_path):
     done = subprocess.run([KIT, "autograder", "gradescope", "--course-dir", str(tmp_path),
                            "--out", str(tmp_path / "a.zip")], capture_output=True, text=True,
@@ -373,6 +385,22 @@ def test_container_isolation_grades_there_and_says_so(built, submissions, platfo
     assert data["isolation"] == "container"
     assert "container mode" in said and "each submission has a container of its own" in said
     assert "user, mount, PID, IPC and network namespaces" in said
+
+
+@needs_layouts
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["gradescope", "prairielearn"])
+def test_student_code_cannot_read_the_seed_in_container_mode(built, platform):
+    grade = _grade_gradescope if platform == "gradescope" else _grade_prairielearn
+    staff = "/autograder/source" if platform == "gradescope" else "/grade/tests"
+    seed = Course.open(built["course"]).variants.seed
+    # a cell's error is shown to the student: the seed would be in it, were it read
+    source = f"raise RuntimeError(open({staff + '/' + gradescope.CONFIG_NAME!r}).read())\n"
+    results, _ = grade(built, "reads-seed", f"{NOTEBOOK}.py", source.encode(),
+                       isolation="container", refuse=True)
+    said = json.dumps(results)
+    assert "container mode" in said and "PermissionError" in said  # refused, and shown
+    assert seed[:16] not in said
 
 
 @needs_layouts

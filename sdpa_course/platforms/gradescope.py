@@ -103,7 +103,8 @@ def run(root: Path = Path(ROOT)) -> int:
     try:
         config = GraderConfig.read(root / "source" / CONFIG_NAME)
         student = student_of(metadata_json(root / "submission_metadata.json"))
-        outcome = grade(find_submission(root / "submission"), student, config)
+        outcome = grade(find_submission(root / "submission"), student, config,
+                        staff_only=(root / "source",))  # the seed: never student code's
         written = results(outcome, student)
     except Exception as err:  # noqa: BLE001 - the kit failed: the student gets a sentence
         traceback.print_exc()  # run_autograder's stdout: the instructor's, hidden from students

@@ -140,7 +140,8 @@ def run(root: Path = Path(ROOT)) -> int:
     try:
         config = GraderConfig.read(root / "tests" / CONFIG_NAME)
         student = student_of(metadata_json(root / "data" / "data.json"))
-        outcome = grade(find_submission(root / "student"), student, config)
+        outcome = grade(find_submission(root / "student"), student, config,
+                        staff_only=(root / "tests",))  # the seed: never student code's
         written = results(outcome, student)
     except Exception as err:  # noqa: BLE001 - the kit failed: the student gets a sentence
         traceback.print_exc()  # the job's output: staff see it, students do not

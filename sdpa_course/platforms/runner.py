@@ -143,23 +143,36 @@ def report_tests(report: dict) -> list[Test]:
     return tests
 
 
+def _own_file(path: Path, folder: Path) -> bool:
+    """A regular file of the submission itself: not a link (a repository can hold one, to
+    the grader's own files), nothing outside `folder`."""
+    try:
+        return (path.is_file() and not path.is_symlink()
+                and path.resolve().is_relative_to(folder.resolve()))
+    except (OSError, RuntimeError):  # a loop of links, a name the system refuses
+        return False
+
+
 def find_submission(folder: Path) -> Path | None:
     """The notebook (or `.py` file) in `folder`: `attention.ipynb` first, then the only one."""
     folder = Path(folder)
     for name in (f"{NOTEBOOK}.ipynb", f"{NOTEBOOK}.py"):
-        if (folder / name).is_file():
+        if _own_file(folder / name, folder):
             return folder / name
     try:
-        found = sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file()
-                       and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+        found = sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES
+                       and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+                       and _own_file(p, folder))
     except OSError:
         return None
     notebooks = [p for p in found if p.suffix == ".ipynb"]
     return (notebooks or found or [None])[0]
 
 
-def grade(path: Path | None, student: str, config: GraderConfig) -> Graded | Ungradeable:
-    """Grade `path` as `student` of the course whose seed `config` carries."""
+def grade(path: Path | None, student: str, config: GraderConfig, *,
+          staff_only: tuple[Path, ...] = ()) -> Graded | Ungradeable:
+    """Grade `path` as `student` of the course whose seed `config` carries. `staff_only`:
+    the folders holding the seed, hidden from student code (as the kit's files are)."""
     if path is None:
         return Ungradeable(f"No notebook ({NOTEBOOK}.ipynb) or Python file ({NOTEBOOK}.py) "
                            "was submitted: upload the notebook you worked in.")
@@ -167,7 +180,8 @@ def grade(path: Path | None, student: str, config: GraderConfig) -> Graded | Ung
         return Ungradeable("The platform gave no student id to grade this submission as, so "
                            "your numbers are unknown; please tell your instructor.")
     variant = variant_for(config.seed or None, ASSIGNMENT, student)
-    pool, isolation, notes = SandboxPool(isolation=ISOLATED), SANDBOX, []
+    pool = SandboxPool(isolation=ISOLATED, hidden_paths=staff_only)
+    isolation, notes = SANDBOX, []
     try:
         try:
             pool.start()
@@ -175,7 +189,7 @@ def grade(path: Path | None, student: str, config: GraderConfig) -> Graded | Ung
             pool.close()
             if config.isolation != CONTAINER:
                 return Ungradeable(REFUSED.format(reason=refused.reason))
-            pool, isolation = SandboxPool(isolation=UNSAFE), CONTAINER
+            pool, isolation = SandboxPool(isolation=UNSAFE, hidden_paths=staff_only), CONTAINER
             notes.append(CONTAINER_NOTE.format(reason=refused.reason))
         try:
             report = grade_path(path, pool=pool, variant=variant)
