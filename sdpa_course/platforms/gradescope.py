@@ -113,7 +113,7 @@ def run(root: Path = Path(ROOT)) -> int:
     return 0
 
 
-def readme(parts, isolation: str) -> str:
+def readme(parts, isolation: str, python: str) -> str:
     questions = "\n".join(
         f"- **{q.grade_id}**, {q.points:g} points: \"{q.prompt}\". Graders read the student's "
         f"answer in the notebook's cell under that question (Gradescope shows the notebook)."
@@ -139,6 +139,10 @@ among staff (upload it to Gradescope, never share it with students).
 {questions}
 
 Isolation: {mode}.
+
+Versions: `setup.sh` installs the kit's dependencies at the versions it was tested with
+(`constraints.txt`, Python {python}). Where the image's `python3` cannot take them, it stops
+and says so: choose a base image with that Python, or point `SDPA_PYTHON` at one.
 """
 
 
@@ -146,7 +150,7 @@ def build(course_dir: Path, out: Path, *, isolation: str = SANDBOX) -> Path:
     """Write the autograder zip for the course at `course_dir` to `out`."""
     # deferred: nbgrader and pip, to build; the grader in the container never needs them
     from sdpa_course.platforms.course_parts import course_parts
-    from sdpa_course.platforms.install import write_installer
+    from sdpa_course.platforms.install import python_version, write_installer
 
     parts = course_parts(course_dir)
     config = GraderConfig(seed=parts.seed, isolation=isolation, platform=PLATFORM)
@@ -156,7 +160,7 @@ def build(course_dir: Path, out: Path, *, isolation: str = SANDBOX) -> Path:
         (folder / "run_autograder").write_text(RUN_AUTOGRADER)
         (folder / "run_autograder").chmod(0o755)
         (folder / CONFIG_NAME).write_text(config.to_json())
-        (folder / "README.md").write_text(readme(parts, isolation))
+        (folder / "README.md").write_text(readme(parts, isolation, python_version()))
         out = Path(out).resolve()
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
