@@ -9,6 +9,7 @@ Packages by job, each importing only those listed before it (a test holds this o
 - `nbgrader_ext/`: what the kit plugs into nbgrader (config, preprocessors, feedback page).
 - `course/`: the notebooks' build, the course directory, `init` and `release`.
 - `grading/`: `sdpa-course grade`, the class pipeline into nbgrader's gradebook.
+- `platforms/`: `sdpa-course autograder`, graders for Gradescope and PrairieLearn.
 - `demo`, then `cli` on top; nothing imports `cli`.
 """
 

@@ -151,7 +151,7 @@ def _argument_problem(args: argparse.Namespace) -> str | None:
                 "the lesson's own numbers)")
     if args.command == "build" and not (Path(args.root) / TEXT_SOURCE).is_file():
         return NO_TEXT_SOURCE.format(path=Path(args.root) / TEXT_SOURCE)
-    if args.command in ("release", "grade", "feedback", "variant"):
+    if args.command in ("release", "grade", "feedback", "variant", "autograder"):
         if problem := _not_a_course(args.course_dir):
             return problem
     if args.command == "check":
@@ -170,6 +170,24 @@ def _argument_problem(args: argparse.Namespace) -> str | None:
             return (f"cannot write the answer key to {args.answer_key}: its folder "
                     f"{Path(args.answer_key).parent} does not exist")
     return None
+
+
+def _autograder(args: argparse.Namespace) -> int:
+    if args.platform == "gradescope":
+        from sdpa_course.platforms.gradescope import build  # deferred: start-up time
+
+        out = build(Path(args.course_dir), Path(args.out or "autograder.zip"),
+                    isolation=args.isolation)
+        print(f"Wrote the Gradescope autograder {out}: upload it as the assignment's "
+              "autograder (its README.md says the rest)")
+    else:
+        from sdpa_course.platforms.prairielearn import build  # deferred: start-up time
+
+        out = build(Path(args.course_dir), Path(args.out or "prairielearn"),
+                    isolation=args.isolation, image=args.image)
+        print(f"Wrote the PrairieLearn question and its grader's image to {out} "
+              "(its README.md says what to do next)")
+    return 0
 
 
 def _positive(text: str) -> int:
@@ -242,6 +260,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --student: the course directory whose seed gives the student's "
                         "numbers and hidden inputs (for instructors)")
     p.set_defaults(func=_check)
+
+    p = sub.add_parser("autograder", help="build an autograder for Gradescope or PrairieLearn")
+    p.add_argument("platform", choices=("gradescope", "prairielearn"),
+                   help="gradescope: the autograder zip; prairielearn: a question folder "
+                        "with its external grader")
+    p.add_argument("--course-dir", default=".", help="the course directory (default: here)")
+    p.add_argument("--out", metavar="PATH", default=None,
+                   help="where to write it (default: autograder.zip for gradescope, the "
+                        "folder prairielearn for prairielearn)")
+    p.add_argument("--isolation", choices=("sandbox", "container"), default="sandbox",
+                   help="sandbox (default): student code runs in the kit's sandbox, and a "
+                        "container that refuses it refuses to grade, naming the missing "
+                        "layer; container: where the platform's container refuses the "
+                        "sandbox, rely on it alone (each submission has a container of its "
+                        "own), said in every result")
+    p.add_argument("--image", default="YOUR_DOCKERHUB_NAME/sdpa-course-grader",
+                   help="prairielearn: the grader image's name on Docker Hub, written into "
+                        "info.json (you build and push it from grader-image/)")
+    p.set_defaults(func=_autograder)
 
     p = sub.add_parser("variant", help="a student's own numbers and expected answers")
     p.add_argument("student", help="the student id, as in submitted/<student>/")

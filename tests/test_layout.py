@@ -29,6 +29,7 @@ LAYERS = (
     ("sdpa_course.nbgrader_ext",),
     ("sdpa_course.course",),
     ("sdpa_course.grading",),
+    ("sdpa_course.platforms",),
     ("sdpa_course.demo",),
     ("sdpa_course.cli",),
 )
