@@ -629,6 +629,63 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
     os.wait()
     return np.frombuffer(b"".join(chunks)).reshape(n, d_v)
 """
+# issue 25: right values without the algorithm. Exercise 3's attention called for one query
+# row at a time, `block` ignored; and the whole (T, T) scores written into a buffer made at
+# import (resident before the call: no high-water mark rises, tracemalloc sees nothing).
+BLOCKWISE_ROW_AT_A_TIME = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    out = np.empty((Q.shape[0], V.shape[1]))
+    for i in range(Q.shape[0]):
+        mask = np.arange(K.shape[0])[None, :] > i if causal else None
+        out[i] = attention(Q[i:i + 1], K, V, mask)[0][0]
+    return out
+"""
+BLOCKWISE_PREALLOCATED = """
+_SCORES = np.ones((2048, 2048))   # made, and written, before any call
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m = len(Q), len(K)
+    if n * m > _SCORES.size:
+        scores = Q @ K.T / np.sqrt(Q.shape[1])
+    else:
+        scores = _SCORES.reshape(-1)[:n * m].reshape(n, m)
+        np.matmul(Q, K.T, out=scores)
+        scores /= np.sqrt(Q.shape[1])
+    if causal:
+        scores[np.triu_indices(n, 1, m)] = -np.inf
+    scores -= scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    return (scores @ V) / scores.sum(axis=1, keepdims=True)
+"""
+# issue 27: an online softmax a key at a time and a query at a time in plain Python, right
+# but for the scale (never divided by sqrt(d_k)): far too slow at the memory test's size
+BLOCKWISE_KEY_BY_KEY_NO_SCALING = """
+import math
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m, d_v = len(Q), len(K), len(V[0])
+    out = []
+    for i in range(n):
+        best, total, acc = -math.inf, 0.0, [0.0] * d_v
+        for j in range(m):
+            if causal and j > i:
+                break
+            s = sum(float(q) * float(k) for q, k in zip(Q[i], K[j]))   # no / sqrt(d_k)
+            new = max(best, s)
+            shrink, w = math.exp(best - new), math.exp(s - new)
+            total = total * shrink + w
+            acc = [a * shrink + w * float(v) for a, v in zip(acc, V[j])]
+            best = new
+        out.append([a / total for a in acc])
+    return np.array(out)
+"""
+# issue 27: key blocks visited last to first; with the mask a query's first block may be all
+# in its future, and exp(-inf - -inf) is NaN from then on. Right without the mask.
+BLOCKWISE_BLOCKS_REVERSED = BLOCKWISE_KEYS.replace(
+    "    for start in range(0, m, block):\n",
+    "    for start in reversed(range(0, m, block)):   # the last block first\n")
 BLOCKWISE_STUB = """
 def attention_blockwise(Q, K, V, causal=False, block=64):
     # YOUR CODE HERE
@@ -702,6 +759,22 @@ ATTENTION_NOT_TRANSPOSED = attention_with(scores="Q @ K / np.sqrt(Q.shape[-1])")
 ATTENTION_MASK_FILL_MINUS_ONE = attention_with(masking="fill -1")
 ATTENTION_SCALE_LOG_D_K = attention_with(scores="Q @ K.T / np.log(Q.shape[-1])")
 ATTENTION_OUT_FROM_K = attention_with(result="attn @ K, attn")  # K for V in the last step
+# issue 27: the weights built a query at a time, then handed back with their axes swapped
+ATTENTION_ATTN_SWAPAXES = """
+def attention(Q, K, V, mask=None):
+    rows = []
+    for i in range(Q.shape[0]):
+        s = K @ Q[i] / np.sqrt(K.shape[1])
+        if mask is not None:
+            s = np.where(mask[i], -np.inf, s)
+        e = np.exp(s - s.max())
+        rows.append(e / e.sum())
+    weights = np.stack(rows)
+    return weights @ V, np.swapaxes(weights, 0, 1)
+"""
+# issue 27: K.reshape where K.T was meant (a scramble, not a transpose), the maximum subtracted
+ATTENTION_RESHAPE_FOR_TRANSPOSE = attention_with(
+    scores="Q @ K.reshape(K.shape[1], K.shape[0]) / np.sqrt(Q.shape[-1])")
 ATTENTION_IF_MASK = attention_with().replace("if mask is not None:", "if mask:")  # raises
 ATTENTION_MASK_REQUIRED = attention_with().replace("mask=None):", "mask):")  # no default
 ATTENTION_CALLS_SOFTMAX = """

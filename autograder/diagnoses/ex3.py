@@ -45,9 +45,10 @@ MASKED = (
 )
 UNMASKED = ((RECT, None), (RECT, "None"), (SQUARE, None), (FULL, None))
 
-# How a student may lay out a right or wrong (out, attn): layout -> its code.
-LAYOUTS = {"as asked": "", "swapped": "returns-swapped", "attn transposed": "wrong-shape",
-           "out transposed": "wrong-shape"}
+# How a student may lay out a right or wrong (out, attn): layout -> its code. An answer that
+# holds the right values transposed is `transposed`, as the tests' messages say it is.
+LAYOUTS = {"as asked": "", "swapped": "returns-swapped", "attn transposed": "transposed",
+           "out transposed": "transposed"}
 
 
 def _pair(value):
