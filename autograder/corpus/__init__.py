@@ -481,6 +481,29 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  "where a query's first block is all in its future",
                  *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_BLOCKS_REVERSED,
                  lose={"ex4": 0.75}, codes={"ex4": ()}, fails={"ex4": BLOCKWISE_CAUSAL}),
+        # issue 27's fairness round: public online-softmax and flash-attention code, ported
+        # to the exercise's signature (`pieces.PORTED` names each one's source). Right ones
+        # in any loop order keep every point; a whole (n, m) kept in pieces costs the memory
+        # point; one mistake costs what it breaks; too slow for the memory test's size costs
+        # that point only (docs/CONTRACT-ADDITIONS.md says why).
+        *(_correct(f"ex4-port-{name}", f"ported from {p.PORTED[name][1]}",
+                   *_with_ex3(*CORRECT_EX3[:2]), p.PORTED[name][0])
+          for name in ("urw7rs-chunk-summaries", "samarth-naive-flash", "samarth-two-pass",
+                       "mog9-rows", "kaminyou-v1")),
+        _ex4_mistake("ex4-port-ezhoureal-tiles", "ported from "
+                     f"{p.PORTED['ezhoureal-tiles'][1]}: its is_causal is never used",
+                     p.PORTED["ezhoureal-tiles"][0], BLOCKWISE_CAUSAL, "mask-ignored"),
+        _ex4_mistake("ex4-port-wangshankun-no-scale", "ported from "
+                     f"{p.PORTED['wangshankun-no-scale'][1]}: scores never divided by sqrt(d)",
+                     p.PORTED["wangshankun-no-scale"][0], BLOCKWISE_VALUES, "no-scaling"),
+        *(_ex4_mistake(f"ex4-port-{name}", f"ported from {p.PORTED[name][1]}: every block's "
+                       "weights kept until the end", p.PORTED[name][0], BLOCKWISE_MEMORY,
+                       "blockwise-quadratic-memory")
+          for name in ("pannagas-partials", "samarth-kept-chunks")),
+        _ex4_mistake("ex4-port-oreo-key-by-key", "ported from "
+                     f"{p.PORTED['oreo-key-by-key'][1]}: a query and a key at a time, right, "
+                     "too slow at T = 2048", p.PORTED["oreo-key-by-key"][0], BLOCKWISE_MEMORY,
+                     "timeout"),
         _correct("ex4-stub-left", "the release's stub for the optional exercise: no extra "
                  "credit, nothing lost", *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_STUB),
         # -- modules the grader does not have

@@ -256,8 +256,8 @@ WORDING: dict[str, Wording] = {
         "keys at once, or one key at a time)",
         "Your function computes attention, but not with the keys taken `block` at a time: "
         "with a few queries and many keys its memory follows the number of keys, or stays the "
-        "same whatever `block` is. Take the keys `block` at a time for all the queries "
-        "together, keeping a running maximum and sum per query.",
+        "same whatever `block` is. Take the keys `block` at a time, keeping a running "
+        "maximum and sum per query.",
         "ex4"),
     "missing-name": Wording(
         "any", "a required name is not defined",

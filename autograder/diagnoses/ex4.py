@@ -18,7 +18,7 @@
   array at once (`blockwise-quadratic-memory`).
 - The keys in blocks: within those limits at T = 2048, but answering a few queries against
   many keys (LONG_N against LONG_M) over the limits, or with a peak that does not grow with
-  `block` (WIDE_BLOCK against 64), the code takes each query's whole row of keys, or one key
+  `block` (WIDE_BLOCK against LONG_BLOCK), the code takes each query's whole row of keys, or one key
   at a time, not `block` keys at a time (`blockwise-keys-not-blocked`).
 """
 
@@ -194,11 +194,15 @@ def _stability_codes(prober) -> set[str]:
 # T * T, so the memory test's limits hold as they are; and the same call at a wider block.
 LONG_N = 128  # queries
 LONG_M = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T // LONG_N  # keys: 32768
-MEMORY_BLOCK, WIDE_BLOCK = 64, 2048
-# How much more, per query, the wide call must allocate at its peak: half of one float32 row
-# of the extra width. Keys taken `block` at a time hold at least one (rows, block) array of
-# scores; code whose memory ignores `block` (whole rows of keys, one key at a time) does not.
-WIDER_PER_QUERY = (WIDE_BLOCK - MEMORY_BLOCK) * 4 // 2
+MEMORY_BLOCK = 64  # the memory test's block at T = 2048
+# The probe's two blocks. Keys taken `block` at a time hold at least one (rows, block) array
+# of scores, a query at a time or all together, so the wide call's peak is higher by at least
+# half of one float32 row of the extra width (WIDER_BYTES); code whose memory ignores `block`
+# (whole rows of keys, one key at a time) peaks the same at both. The narrow block is not
+# smaller, so that code keeping a summary per block (m / block of them, Rabe and Staats'
+# chunks) still peaks higher at the wide one.
+LONG_BLOCK, WIDE_BLOCK = 256, 2048
+WIDER_BYTES = (WIDE_BLOCK - LONG_BLOCK) * 4 // 2
 
 
 def over_limits(use) -> bool:
@@ -209,13 +213,13 @@ def over_limits(use) -> bool:
 
 
 def not_in_blocks(narrow, wide) -> bool:
-    """Two measured calls (`MemoryUse`) of the long probe, at MEMORY_BLOCK and WIDE_BLOCK:
+    """Two measured calls (`MemoryUse`) of the long probe, at LONG_BLOCK and WIDE_BLOCK:
     the first over the limits, or a peak that does not grow with the block."""
     if over_limits(narrow):
         return True
     if narrow.traced is None or wide.traced is None:
         return False  # not measured: the memory test says so, this is no diagnosis
-    return (wide.traced - narrow.traced) // LONG_N < WIDER_PER_QUERY
+    return wide.traced - narrow.traced < WIDER_BYTES
 
 
 def _memory_codes(prober) -> set[str]:
@@ -232,7 +236,7 @@ def _memory_codes(prober) -> set[str]:
     Q = rng.normal(size=(LONG_N, BLOCKWISE_MEMORY_D))  # (n, d)
     K, V = (rng.normal(size=(LONG_M, BLOCKWISE_MEMORY_D)) for _ in range(2))  # (m, d) each
     uses = []
-    for block in (MEMORY_BLOCK, WIDE_BLOCK):
+    for block in (LONG_BLOCK, WIDE_BLOCK):
         answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=False,
                                               block=block)
         out = numbers(answer.value[0]) if answer.ok else None

@@ -168,9 +168,8 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("ex4", "blockwise-quadratic-memory"): (EX4_MEMORY, ""),
     ("ex4", "blockwise-keys-not-blocked"): (EX4_MEMORY,
                                             "right values, but the keys are not taken a "
-                                            "block at a time: take them `block` at a time "
-                                            "for all the queries together, with a running "
-                                            "maximum and sum per query"),
+                                            "block at a time: take them `block` at a time, "
+                                            "with a running maximum and sum per query"),
 }
 
 

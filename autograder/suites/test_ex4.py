@@ -61,6 +61,7 @@ from autograder.compare import (
     expect_shape,
 )
 from autograder.diagnoses.ex4 import (
+    LONG_BLOCK,
     LONG_M,
     LONG_N,
     WIDE_BLOCK,
@@ -437,10 +438,10 @@ _MEMORY_VALUES_HINT = ("the memory point needs the measured call's answer to be 
 
 # The keys-in-blocks probe: a few queries against many keys. Keys taken `block` at a time
 # hold a few (n, block) arrays; anything that takes a query's whole row of keys at once
-# holds (rows, m) arrays. n * m is T * T, so the limits above hold here as they are, and a
-# block of queries against all the keys ((block, m), 16 MiB) is over tracemalloc's limit.
+# holds (rows, m) arrays. n * m is T * T, so the limits above hold here as they are, and the
+# queries against all the keys at once (32 MiB) are over tracemalloc's limit.
 # (`diagnoses.ex4` holds the probe's sizes: LONG_N queries, LONG_M keys, a second call at
-# WIDE_BLOCK, whose peak must be WIDER_PER_QUERY bytes per query above the first's.)
+# LONG_BLOCK and at WIDE_BLOCK, whose peak must be WIDER_BYTES above the first's.)
 LONG_ROWS = 8  # output rows compared with the reference
 
 
@@ -464,8 +465,8 @@ def long_rows(variant) -> np.ndarray:
 _MATRIX_MIB = MEMORY_T * MEMORY_T * 8 // 2**20
 _MEMORY_HINT = ("keep only one block of scores (and of the causal mask) at a time, never a "
                 "whole (T, T) array")
-_BLOCKS_HINT = ("take the keys `block` at a time for all the queries together, keeping a "
-                "running maximum and sum per query; never a query's whole row of scores")
+_BLOCKS_HINT = ("take the keys `block` at a time, keeping a running maximum and sum per "
+                "query; never a query's whole row of scores")
 
 
 def _measured(student, what, Q, K, V, causal, block):
@@ -540,11 +541,11 @@ def _expect_keys_in_blocks(student):
     Q, K, V = long_inputs(student.variant)
     rows = long_rows(student.variant)
     uses = []
-    for block in (MEMORY_BLOCK, WIDE_BLOCK):
+    for block in (LONG_BLOCK, WIDE_BLOCK):
         what = (f"with n = {LONG_N} queries and m = {LONG_M} keys (d_k = d_v = {MEMORY_D}, "
                 f"block = {block})")
         out, use = _measured(student, what, Q, K, V, False, block)
-        if block == MEMORY_BLOCK:
+        if block == LONG_BLOCK:
             _expect_small(use, what, _BLOCKS_HINT)
         try:
             expect_close(out[rows], rows_expected(Q, K, V, False, rows),
@@ -554,15 +555,13 @@ def _expect_keys_in_blocks(student):
             if not slip_explains(out[rows], Q, K, V, False, rows, block=block):
                 raise
         uses.append(use)
-    peaks = [use.traced for use in uses]
-    wider = (peaks[1] - peaks[0]) // LONG_N  # bytes per query
     if not_in_blocks(*uses):
+        wider = max(uses[1].traced - uses[0].traced, 0)
         raise Mismatch(
             f"attention_blockwise with n = {LONG_N} queries and m = {LONG_M} keys allocated "
-            f"{max(wider, 0)} bytes more per query at its peak with block = {WIDE_BLOCK} than "
-            f"with block = {MEMORY_BLOCK}, where keys taken a block at a time hold a block "
-            f"of scores per query, at least {(WIDE_BLOCK - MEMORY_BLOCK) * 4} bytes wider",
-            _BLOCKS_HINT)
+            f"{wider} bytes more at its peak with block = {WIDE_BLOCK} than with block = "
+            f"{LONG_BLOCK}, where keys taken a block at a time hold a block of scores, at "
+            f"least {(WIDE_BLOCK - LONG_BLOCK) * 4} bytes wider per query", _BLOCKS_HINT)
 
 
 def _causal_slip_shown(student) -> bool:
