@@ -375,10 +375,10 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  fails={"ex2": ("softmax_normalises_each_row_of_a_matrix",), "ex3": VALUES}),
         _ex3_attention_mistake("ex3-returns-swapped", "returns (attn, out)",
                                p.ATTENTION_RETURNS_SWAPPED, 5.5, VALUES, "returns-swapped"),
-        # an answer holding the right values transposed is `transposed`, as its tests'
+        # weights holding the right values transposed are `transposed`, as their tests'
         # messages say (issue 27)
         _ex3_attention_mistake("ex3-wrong-shape", "returns out transposed",
-                               p.ATTENTION_WRONG_SHAPE, 2.75, OUTPUTS, "transposed"),
+                               p.ATTENTION_WRONG_SHAPE, 2.75, OUTPUTS, "wrong-shape"),
         _ex3_attention_mistake("ex3-attn-transposed", "returns attn transposed, out right",
                                p.ATTENTION_ATTN_TRANSPOSED, 2.75, WEIGHTS, "transposed"),
         _ex3_attention_mistake("ex3-attn-swapaxes", "loops over the queries, then returns "

@@ -168,9 +168,9 @@ WORDING: dict[str, Wording] = {
     "transposed": Wording(
         "ex3",
         "keys/queries multiplied in the wrong orientation (breaks when n ≠ m or d_k ≠ d_v)",
-        "Queries and keys are multiplied in the wrong orientation, or an answer comes back "
+        "Queries and keys are multiplied in the wrong orientation, or the weights come back "
         "transposed. The scores are Q K^T, of shape (n, m), and attn is returned that way, "
-        "one row per query (out too); test with n != m and d_k != d_v to see the difference.",
+        "one row per query; test with n != m and d_k != d_v to see the difference.",
         "lookup"),
     "wrong-shape": Wording(
         "ex3", "an output has the wrong shape",

@@ -45,10 +45,12 @@ MASKED = (
 )
 UNMASKED = ((RECT, None), (RECT, "None"), (SQUARE, None), (FULL, None))
 
-# How a student may lay out a right or wrong (out, attn): layout -> its code. An answer that
-# holds the right values transposed is `transposed`, as the tests' messages say it is.
+# How a student may lay out a right or wrong (out, attn): layout -> its code. Weights that
+# hold the right values transposed are `transposed` (keys by queries, the wrong orientation),
+# as the tests' messages and the notebook's self-check say (issue 27); out transposed is an
+# output of the wrong shape.
 LAYOUTS = {"as asked": "", "swapped": "returns-swapped", "attn transposed": "transposed",
-           "out transposed": "transposed"}
+           "out transposed": "wrong-shape"}
 
 
 def _pair(value):

@@ -113,8 +113,8 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
                                   "masking step"),
     ("ex3", "transposed"): (EX3_VALUES | EX3_STABLE,
                             "Q K^T is (n, m), one row per query and one column per key: "
-                            "multiply that way round, and return attn and out as they come, "
-                            "one row per query"),
+                            "multiply that way round, and return attn as it comes, one row "
+                            "per query"),
     ("ex3", "wrong-shape"): (EX3_VALUES, ""),
     ("ex3", "returns-swapped"): (EX3_VALUES, ""),
     ("ex3", "mutates-input"): (EX3_INPUTS, "attention writes into its inputs: compute on new "

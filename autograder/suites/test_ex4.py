@@ -531,10 +531,10 @@ def test_blockwise_memory_stays_far_below_one_score_matrix(student):
         except Mismatch:
             if not shown and not slip_explains(out[rows], Q, K, V, causal, rows):
                 raise
-    _expect_keys_in_blocks(student)
+    expect_keys_in_blocks(student)
 
 
-def _expect_keys_in_blocks(student):
+def expect_keys_in_blocks(student):
     """A few queries against many keys: the call stays within the limits (a query's whole
     row of keys, or a block of queries against all of them, does not), and its peak grows
     with `block` (keys taken a block at a time; code that ignores `block` does not)."""
