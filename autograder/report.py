@@ -175,8 +175,11 @@ def _message(result, failed_cells: list[dict], codes, module_of: dict[str, str],
         cell = next((c for c in failed_cells if result.missing_name in c["source"]),
                     failed_cells[0])
         return f"{result.message} ({cell['cell']} failed: {cell['error'] or cell['status']})"
-    because = explanation(result.exercise, result.name, codes, variant)
-    if because in explained:
+    # A test stopped for time or memory says so; what the code computes, where it answered,
+    # is the value tests' to explain (issue 27).
+    stopped = {"timeout", "memory-limit"} & set(result.diagnoses)
+    because = "" if stopped else explanation(result.exercise, result.name, codes, variant)
+    if because and because in explained:
         return join_hint(result.problem or result.message,
                          f"the same cause as {explained[because]}, explained above")
     if because:

@@ -491,9 +491,9 @@ def memory_total(pool: SandboxPool, context: dict) -> dict:
 def measured_memory(pool: SandboxPool, context: dict) -> dict:
     """A (2048, 2048) float64 matrix (32 MiB) hidden from tracemalloc in each way a student
     can (reset peak, patched measure, anonymous mmap, a forked process, a non-dumpable
-    process, the process's own /proc/self/clear_refs, which Landlock keeps it from writing),
-    and one allocating half a MiB honestly: (traced, resident, unmeasured) or the
-    error."""
+    process, the process's own /proc/self/clear_refs, which Landlock keeps it from writing,
+    a buffer made and written before the call, written again in it), and one allocating half
+    a MiB honestly: (traced, resident, unmeasured, touched) or the error."""
     cheats = {
         "reset_peak": "tracemalloc.reset_peak()",
         "patched": "worker = sys.modules['_sdpa_sandbox.worker']\n"
@@ -507,6 +507,7 @@ def measured_memory(pool: SandboxPool, context: dict) -> dict:
                           "        try:\n            fd = os.open(path, os.O_WRONLY)\n"
                           "            os.write(fd, b'5')\n        except OSError:\n"
                           "            pass",
+        "preallocated": "BUFFER[:] = 2.0",
     }
     found = {}
     for name, hide in {"honest": "a = np.ones((n // 8, n // 8))", **cheats}.items():
@@ -514,10 +515,11 @@ def measured_memory(pool: SandboxPool, context: dict) -> dict:
             "reset_peak", "patched", "non_dumpable", "own_clear_refs") else ""
         sandbox = _sandbox(pool, "import ctypes, mmap, os, sys, tracemalloc\n"
                            "import numpy as np\n"
+                           "BUFFER = np.ones((2048, 2048))\n"  # resident before any call
                            f"def f(n):\n    {before}{hide}\n    return 1\n")
         try:
             _, use = sandbox.call_measuring_memory("f", 2048)
-            found[name] = [use.traced, use.resident, use.unmeasured]
+            found[name] = [use.traced, use.resident, use.unmeasured, use.touched]
         except StudentError as err:
             found[name] = f"{type(err).__name__}: {err}"
         finally:

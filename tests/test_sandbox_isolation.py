@@ -347,11 +347,15 @@ def test_a_matrix_hidden_from_tracemalloc_is_read_from_outside_the_worker(result
     """Exercise 4's memory test (autograder.sandbox.gauge): each way of hiding a 32 MiB
     matrix from tracemalloc is seen, or refused (a fork), by every grader."""
     found = results["measured_memory"]
-    traced, resident, unmeasured = found.pop("honest")
+    traced, resident, unmeasured, touched = found.pop("honest")
     assert traced < MiB and resident < 8 * MiB and unmeasured == "", found
+    assert touched < 8 * MiB, found  # the module's 32 MiB buffer, resident, is not touched
     fork = found.pop("fork")
     assert isinstance(fork, str) and "BlockingIOError" in fork, fork
-    for how, (traced, resident, unmeasured) in found.items():
+    traced, resident, unmeasured, touched = found.pop("preallocated")
+    # made before the call: no mark rises, tracemalloc sees nothing; the pages it wrote count
+    assert traced < MiB and resident < 8 * MiB and touched >= 30 * MiB and unmeasured == ""
+    for how, (traced, resident, unmeasured, _touched) in found.items():
         assert resident >= 30 * MiB and unmeasured == "", (how, traced, resident)
     assert found["reset_peak"][0] < MiB and found["mmap"][0] < MiB  # tracemalloc was fooled
 

@@ -19,6 +19,7 @@ import pytest
 import sdpa_ref
 from autograder.compare import FLOAT_RESULTS, HAND, LARGE_SCORES, significant_figures
 from autograder.corpus import cases
+from autograder.diagnoses import ex4 as ex4_diagnoses
 from autograder.sandbox import Cell, Sandbox, SandboxPool
 from autograder.suites import test_ex2, test_ex3, test_ex4
 from autograder.variants import DEFAULT
@@ -258,7 +259,9 @@ def test_broken_matrices_are_far_outside_any_reasonable_check(variant):
 # of the limit, every case diagnosed with a whole (T, T) array at least MEMORY_MARGIN times it.
 # tracemalloc measures the same allocations here as in the sandbox's worker.
 MEMORY_MARGIN = 1.5
-BLOCKWISE = [case for case in GRADED if case.attempts_ex4]
+# Cases too slow to answer at the memory test's size (`timeout`) have no memory to measure.
+BLOCKWISE = [case for case in GRADED
+             if case.attempts_ex4 and "timeout" not in case.diagnoses.get("ex4", ())]
 
 
 def peak_bytes(function) -> int:
@@ -316,6 +319,37 @@ def test_the_rows_the_memory_test_compares_are_far_inside_the_tolerance():
                 assert ratio <= 1 / MARGIN, (case.name, variant.label, causal, ratio)
 
 
+def long_probe_growth(function) -> int:
+    """How much higher the keys-in-blocks probe's peak is at its wide block than at its
+    narrow one (the memory test's `not_in_blocks`), as tracemalloc sees it."""
+    Q, K, V = test_ex4.long_inputs(DEFAULT)
+    peaks = []
+    for block in (ex4_diagnoses.LONG_BLOCK, ex4_diagnoses.WIDE_BLOCK):
+        tracemalloc.start()
+        try:
+            call_quietly(function, Q, K, V, causal=False, block=block)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    return peaks[1] - peaks[0]
+
+
+def test_the_keys_in_blocks_probe_tells_blocks_far_from_whole_rows():
+    """Every case that takes the keys a block at a time peaks higher at the wide block by at
+    least MEMORY_MARGIN times `WIDER_BYTES`, every one diagnosed otherwise (a query's whole
+    row, one key at a time) by at most 1/MEMORY_MARGIN of it (issue 25)."""
+    wider = ex4_diagnoses.WIDER_BYTES
+    for case in BLOCKWISE:
+        codes = case.diagnoses.get("ex4", ())
+        if "blockwise-quadratic-memory" in codes:
+            continue  # over the limits at T = 2048 already
+        growth = long_probe_growth(run_case(case)["attention_blockwise"])
+        if "blockwise-keys-not-blocked" in codes:
+            assert growth <= wider / MEMORY_MARGIN, (case.name, growth)
+        else:
+            assert growth >= MEMORY_MARGIN * wider, (case.name, growth)
+
+
 def resident_growth(pool: SandboxPool, case) -> tuple[int, int]:
     """(largest growth of the worker's high-water mark, largest traced peak) over the memory
     test's two calls, in a sandbox as the grader runs them (the gauge exists only there).
@@ -327,7 +361,7 @@ def resident_growth(pool: SandboxPool, case) -> tuple[int, int]:
         for (Q, K, V), causal in test_ex4.memory_inputs(DEFAULT):
             _, use = sandbox.call_measuring_memory("attention_blockwise", Q, K, V,
                                                    causal=causal, block=64)
-            resident.append(use.resident)
+            resident.append(max(use.resident, use.touched or 0))  # either figure of the gauge
             traced.append(use.traced)
     return max(resident), max(traced)
 

@@ -375,10 +375,20 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                  fails={"ex2": ("softmax_normalises_each_row_of_a_matrix",), "ex3": VALUES}),
         _ex3_attention_mistake("ex3-returns-swapped", "returns (attn, out)",
                                p.ATTENTION_RETURNS_SWAPPED, 5.5, VALUES, "returns-swapped"),
+        # weights holding the right values transposed are `transposed`, as their tests'
+        # messages say (issue 27)
         _ex3_attention_mistake("ex3-wrong-shape", "returns out transposed",
                                p.ATTENTION_WRONG_SHAPE, 2.75, OUTPUTS, "wrong-shape"),
         _ex3_attention_mistake("ex3-attn-transposed", "returns attn transposed, out right",
-                               p.ATTENTION_ATTN_TRANSPOSED, 2.75, WEIGHTS, "wrong-shape"),
+                               p.ATTENTION_ATTN_TRANSPOSED, 2.75, WEIGHTS, "transposed"),
+        _ex3_attention_mistake("ex3-attn-swapaxes", "loops over the queries, then returns "
+                               "the weights with their axes swapped",
+                               p.ATTENTION_ATTN_SWAPAXES, 2.75, WEIGHTS, "transposed"),
+        # an uncatalogued slip: no code, and messages that say what was expected, never a
+        # cause no probe found (issue 27: "exp overflows" for code that subtracts the maximum)
+        _ex3_attention_mistake("ex3-reshape-for-transpose", "K.reshape(d_k, m) where K.T was "
+                               "meant, the maximum subtracted all the same",
+                               p.ATTENTION_RESHAPE_FOR_TRANSPOSE, 6, VALUES + STABLE),
         _ex3_attention_mistake("ex3-mutates-input", "divides Q in place",
                                p.ATTENTION_MUTATES_INPUT, 1, READ_ONLY + UNCHANGED,
                                "mutates-input"),
@@ -452,6 +462,48 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
         _ex4_mistake("ex4-full-causal-mask", "blocks of keys, but the whole (n, m) mask first",
                      p.BLOCKWISE_FULL_CAUSAL_MASK, BLOCKWISE_MEMORY,
                      "blockwise-quadratic-memory"),
+        # issue 25: the memory point is the algorithm's. Right values a query row at a time
+        # (Exercise 3's attention per row, `block` ignored) keep the value and stability
+        # points; a buffer made before the call and written in it is memory all the same.
+        _ex4_mistake("ex4-row-at-a-time", "Exercise 3's attention called one query row at a "
+                     "time, block ignored", p.BLOCKWISE_ROW_AT_A_TIME, BLOCKWISE_MEMORY,
+                     "blockwise-keys-not-blocked"),
+        _ex4_mistake("ex4-preallocated-buffer", "the whole (n, m) scores written into a "
+                     "buffer made at import", p.BLOCKWISE_PREALLOCATED, BLOCKWISE_MEMORY,
+                     "blockwise-quadratic-memory"),
+        # issue 27: a slip in slow code is named from the calls that answered in time, and
+        # a causal slip that gives NaN costs the causal value test only
+        _ex4_mistake("ex4-key-by-key-no-scaling", "an online softmax a key and a query at a "
+                     "time in plain Python, never divided by sqrt(d_k): too slow at T = 2048",
+                     p.BLOCKWISE_KEY_BY_KEY_NO_SCALING, BLOCKWISE_VALUES + BLOCKWISE_MEMORY,
+                     "no-scaling", "timeout"),
+        _mistake("ex4-blocks-reversed", "key blocks visited last to first: NaN with the mask "
+                 "where a query's first block is all in its future",
+                 *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_BLOCKS_REVERSED,
+                 lose={"ex4": 0.75}, codes={"ex4": ()}, fails={"ex4": BLOCKWISE_CAUSAL}),
+        # issue 27's fairness round: public online-softmax and flash-attention code, ported
+        # to the exercise's signature (`pieces.PORTED` names each one's source). Right ones
+        # in any loop order keep every point; a whole (n, m) kept in pieces costs the memory
+        # point; one mistake costs what it breaks; too slow for the memory test's size costs
+        # that point only (docs/CONTRACT-ADDITIONS.md says why).
+        *(_correct(f"ex4-port-{name}", f"ported from {p.PORTED[name][1]}",
+                   *_with_ex3(*CORRECT_EX3[:2]), p.PORTED[name][0])
+          for name in ("urw7rs-chunk-summaries", "samarth-naive-flash", "samarth-two-pass",
+                       "mog9-rows", "kaminyou-v1")),
+        _ex4_mistake("ex4-port-ezhoureal-tiles", "ported from "
+                     f"{p.PORTED['ezhoureal-tiles'][1]}: its is_causal is never used",
+                     p.PORTED["ezhoureal-tiles"][0], BLOCKWISE_CAUSAL, "mask-ignored"),
+        _ex4_mistake("ex4-port-wangshankun-no-scale", "ported from "
+                     f"{p.PORTED['wangshankun-no-scale'][1]}: scores never divided by sqrt(d)",
+                     p.PORTED["wangshankun-no-scale"][0], BLOCKWISE_VALUES, "no-scaling"),
+        *(_ex4_mistake(f"ex4-port-{name}", f"ported from {p.PORTED[name][1]}: every block's "
+                       "weights kept until the end", p.PORTED[name][0], BLOCKWISE_MEMORY,
+                       "blockwise-quadratic-memory")
+          for name in ("pannagas-partials", "samarth-kept-chunks")),
+        _ex4_mistake("ex4-port-oreo-key-by-key", "ported from "
+                     f"{p.PORTED['oreo-key-by-key'][1]}: a query and a key at a time, right, "
+                     "too slow at T = 2048", p.PORTED["oreo-key-by-key"][0], BLOCKWISE_MEMORY,
+                     "timeout"),
         _correct("ex4-stub-left", "the release's stub for the optional exercise: no extra "
                  "credit, nothing lost", *_with_ex3(*CORRECT_EX3[:2]), p.BLOCKWISE_STUB),
         # -- modules the grader does not have

@@ -629,6 +629,63 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
     os.wait()
     return np.frombuffer(b"".join(chunks)).reshape(n, d_v)
 """
+# issue 25: right values without the algorithm. Exercise 3's attention called for one query
+# row at a time, `block` ignored; and the whole (T, T) scores written into a buffer made at
+# import (resident before the call: no high-water mark rises, tracemalloc sees nothing).
+BLOCKWISE_ROW_AT_A_TIME = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    out = np.empty((Q.shape[0], V.shape[1]))
+    for i in range(Q.shape[0]):
+        mask = np.arange(K.shape[0])[None, :] > i if causal else None
+        out[i] = attention(Q[i:i + 1], K, V, mask)[0][0]
+    return out
+"""
+BLOCKWISE_PREALLOCATED = """
+_SCORES = np.ones((2048, 2048))   # made, and written, before any call
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m = len(Q), len(K)
+    if n * m > _SCORES.size:
+        scores = Q @ K.T / np.sqrt(Q.shape[1])
+    else:
+        scores = _SCORES.reshape(-1)[:n * m].reshape(n, m)
+        np.matmul(Q, K.T, out=scores)
+        scores /= np.sqrt(Q.shape[1])
+    if causal:
+        scores[np.triu_indices(n, 1, m)] = -np.inf
+    scores -= scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    return (scores @ V) / scores.sum(axis=1, keepdims=True)
+"""
+# issue 27: an online softmax a key at a time and a query at a time in plain Python, right
+# but for the scale (never divided by sqrt(d_k)): far too slow at the memory test's size
+BLOCKWISE_KEY_BY_KEY_NO_SCALING = """
+import math
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m, d_v = len(Q), len(K), len(V[0])
+    out = []
+    for i in range(n):
+        best, total, acc = -math.inf, 0.0, [0.0] * d_v
+        for j in range(m):
+            if causal and j > i:
+                break
+            s = sum(float(q) * float(k) for q, k in zip(Q[i], K[j]))   # no / sqrt(d_k)
+            new = max(best, s)
+            shrink, w = math.exp(best - new), math.exp(s - new)
+            total = total * shrink + w
+            acc = [a * shrink + w * float(v) for a, v in zip(acc, V[j])]
+            best = new
+        out.append([a / total for a in acc])
+    return np.array(out)
+"""
+# issue 27: key blocks visited last to first; with the mask a query's first block may be all
+# in its future, and exp(-inf - -inf) is NaN from then on. Right without the mask.
+BLOCKWISE_BLOCKS_REVERSED = BLOCKWISE_KEYS.replace(
+    "    for start in range(0, m, block):\n",
+    "    for start in reversed(range(0, m, block)):   # the last block first\n")
 BLOCKWISE_STUB = """
 def attention_blockwise(Q, K, V, causal=False, block=64):
     # YOUR CODE HERE
@@ -702,6 +759,22 @@ ATTENTION_NOT_TRANSPOSED = attention_with(scores="Q @ K / np.sqrt(Q.shape[-1])")
 ATTENTION_MASK_FILL_MINUS_ONE = attention_with(masking="fill -1")
 ATTENTION_SCALE_LOG_D_K = attention_with(scores="Q @ K.T / np.log(Q.shape[-1])")
 ATTENTION_OUT_FROM_K = attention_with(result="attn @ K, attn")  # K for V in the last step
+# issue 27: the weights built a query at a time, then handed back with their axes swapped
+ATTENTION_ATTN_SWAPAXES = """
+def attention(Q, K, V, mask=None):
+    rows = []
+    for i in range(Q.shape[0]):
+        s = K @ Q[i] / np.sqrt(K.shape[1])
+        if mask is not None:
+            s = np.where(mask[i], -np.inf, s)
+        e = np.exp(s - s.max())
+        rows.append(e / e.sum())
+    weights = np.stack(rows)
+    return weights @ V, np.swapaxes(weights, 0, 1)
+"""
+# issue 27: K.reshape where K.T was meant (a scramble, not a transpose), the maximum subtracted
+ATTENTION_RESHAPE_FOR_TRANSPOSE = attention_with(
+    scores="Q @ K.reshape(K.shape[1], K.shape[0]) / np.sqrt(Q.shape[-1])")
 ATTENTION_IF_MASK = attention_with().replace("if mask is not None:", "if mask:")  # raises
 ATTENTION_MASK_REQUIRED = attention_with().replace("mask=None):", "mask):")  # no default
 ATTENTION_CALLS_SOFTMAX = """
@@ -959,3 +1032,375 @@ def attention_blockwise(Q, K, V, causal=False, block=64):
     w = np.exp(scores - scores.max(-1, keepdims=True))
     return (w / w.sum(-1, keepdims=True)) @ V
 """
+
+# -- Exercise 4, issue 27's fairness round: public implementations, adapted -------------------
+# Each is a port of a public online-softmax or flash-attention implementation to the
+# exercise's signature, faithful to its algorithm (its loops, its fills, its precision, its
+# one mistake where it has one); `block` stands for its block or tile sizes where it has
+# them. Where the source has no causal mask, the port adds one the way its own loop allows
+# (future tiles skipped, -inf or -1e9 in the diagonal tile), and says so. Sources: the
+# `PORTED` table below (repository and path); their code is not copied, only ported.
+
+# ezhoureal/assignment2-systems cs336_systems/flash_attention.py (PyTorch): tiles of queries
+# and keys; its forward takes is_causal and never uses it (kept: its one mistake).
+PORT_EZHOUREAL_TILES = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    scale = Q.shape[-1] ** -0.5
+    O = np.zeros((Q.shape[0], V.shape[1]))
+    for q0 in range(0, Q.shape[0], block):
+        q = Q[q0:q0 + block]
+        o = np.zeros((len(q), V.shape[1]))
+        l = np.zeros(len(q))
+        m = np.full(len(q), float('-inf'))
+        for k0 in range(0, K.shape[0], block):
+            k, v = K[k0:k0 + block], V[k0:k0 + block]
+            attn = np.einsum('qd,kd->qk', q, k) * scale
+            new_m = np.maximum(m, attn.max(axis=-1))
+            attn = np.exp(attn - new_m[:, None])
+            m_diff = np.exp(m - new_m)
+            l = l * m_diff + attn.sum(axis=-1)
+            m = new_m
+            o = o * m_diff[:, None] + np.einsum('qk,kd->qd', attn, v)
+        O[q0:q0 + block] = o / l[:, None]
+    return O
+"""
+
+# wangshankun/OpProfiling FlashAttention/flash_attention_v2.py (PyTorch): Br x Bc tiles, the
+# max taken over a column stack; scores never divided by sqrt(d) (kept: its one mistake).
+# Causal added: tiles after the diagonal skipped, -inf in the diagonal tile.
+PORT_WANGSHANKUN_NO_SCALE = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    N, Nk, d = Q.shape[0], K.shape[0], V.shape[1]
+    O = np.zeros((N, d))
+    Br = Bc = block
+    for block_start_Br in range(0, N, Br):
+        block_end_Br = min(block_start_Br + Br, N)
+        Qi = Q[block_start_Br:block_end_Br, :]
+        rows = block_end_Br - block_start_Br
+        Oi = np.zeros((rows, d))
+        li = np.zeros((rows, 1))
+        mi = np.full((rows, 1), -np.inf)
+        for block_start_Bc in range(0, Nk, Bc):
+            if causal and block_start_Bc >= block_end_Br:
+                break
+            block_end_Bc = min(block_start_Bc + Bc, Nk)
+            Kj = K[block_start_Bc:block_end_Bc, :]
+            Vj = V[block_start_Bc:block_end_Bc, :]
+            Sij = Qi @ Kj.T
+            if causal:
+                future = (np.arange(block_start_Bc, block_end_Bc)[None, :]
+                          > np.arange(block_start_Br, block_end_Br)[:, None])
+                Sij = np.where(future, -np.inf, Sij)
+            mi_new = np.max(np.column_stack([mi, np.max(Sij, axis=1)[:, None]]),
+                            axis=1)[:, None]
+            Pij_hat = np.exp(Sij - mi_new)
+            li = li * np.exp(mi - mi_new) + np.sum(Pij_hat, axis=1)[:, None]
+            Oi = Oi * np.exp(mi - mi_new) + Pij_hat @ Vj
+            mi = mi_new
+        O[block_start_Br:block_end_Br, :] = Oi / li
+    return O
+"""
+
+# urw7rs/generative-genetic-algorithms gga/memory_efficient_attention.py (JAX, Rabe and Staats'
+# memory-efficient attention): queries in chunks of 1024, keys in chunks (`block`), each key
+# chunk summarised (its exp-weighted values, weights and max) and the summaries combined at the
+# end against their global max, in float32. Causal added as a -1e30 fill, whose fully masked
+# chunks the combination weighs by exp(-1e30 - max) = 0.
+PORT_URW7RS_CHUNK_SUMMARIES = """
+def _query_chunk_attention(query, key, value, offset, causal, key_chunk_size):
+    num_kv, k_features = key.shape
+    key_chunk_size = min(key_chunk_size, num_kv)
+    query = query / np.sqrt(k_features).astype(np.float32)
+
+    def summarize_chunk(start):
+        attn_weights = np.einsum('qd,kd->qk', query, key[start:start + key_chunk_size])
+        attn_weights = attn_weights.astype(np.float32)
+        if causal:
+            future = (np.arange(start, start + attn_weights.shape[1])[None, :]
+                      > np.arange(offset, offset + len(query))[:, None])
+            attn_weights = np.where(future, np.float32(-1e30), attn_weights)
+        max_score = np.max(attn_weights, axis=-1, keepdims=True)
+        exp_weights = np.exp(attn_weights - max_score)
+        exp_values = np.einsum('vf,qv->qf', value[start:start + key_chunk_size], exp_weights)
+        return exp_values.astype(np.float32), exp_weights.sum(axis=-1), max_score[:, 0]
+
+    chunks = [summarize_chunk(start) for start in range(0, num_kv, key_chunk_size)]
+    chunk_values = np.stack([c[0] for c in chunks])
+    chunk_weights = np.stack([c[1] for c in chunks])
+    chunk_max = np.stack([c[2] for c in chunks])
+    global_max = np.max(chunk_max, axis=0, keepdims=True)
+    max_diffs = np.exp(chunk_max - global_max)
+    chunk_values *= np.expand_dims(max_diffs, axis=-1)
+    chunk_weights *= max_diffs
+    all_values = chunk_values.sum(axis=0)
+    all_weights = np.expand_dims(chunk_weights, -1).sum(axis=0)
+    return all_values / all_weights
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64, query_chunk_size=1024):
+    return np.concatenate([
+        _query_chunk_attention(Q[i:i + query_chunk_size], K, V, i, causal, block)
+        for i in range(0, Q.shape[0], query_chunk_size)])
+"""
+
+# pannagas18/softmax_tiling_FlashAttention softmax_tiling.py (NumPy): each block's partial
+# softmax (its exponentials, their sum, the block's maximum) kept, then all rescaled to the
+# largest block maximum. Keeping every block's exponentials keeps the whole (n, m) weights.
+PORT_PANNAGAS_PARTIALS = """
+def get_partial_softmax(_input):
+    m_input = np.max(_input)
+    f_input = np.e ** (_input - m_input)
+    l_input = np.sum(f_input, axis=-1)
+    return m_input, (f_input, l_input)
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, m = Q.shape[0], K.shape[0]
+    partial, M_x = {}, []
+    for i in range(0, m, block):
+        x = Q @ K[i:i + block].T / np.sqrt(Q.shape[1])
+        if causal:
+            x = np.where(np.arange(i, i + x.shape[1])[None, :] > np.arange(n)[:, None],
+                         -np.inf, x)
+        m_x, partial[i // block] = get_partial_softmax(x)
+        M_x.append(m_x)
+    out = np.zeros((n, V.shape[1]))
+    L_x = np.zeros(n)
+    for i, (f_x, l_x) in partial.items():
+        out += (np.e ** (M_x[i] - max(M_x))) * f_x @ V[i * block:(i + 1) * block]
+        L_x += (np.e ** (M_x[i] - max(M_x))) * l_x
+    return out / L_x[:, None]
+"""
+
+# oreo-lp/flash-attention-numpy flash.py (NumPy): block_m = block_n = 1, a query and a key at a
+# time, float32 running statistics, and FlashAttention 1's update (the accumulator kept
+# normalised: rescaled by l_prev / l_cur at every key). Its dropout left out; causal added as
+# a break at the query's own key. Right, and far too slow at T = 2048.
+PORT_OREO_KEY_BY_KEY = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    f, t, h = Q.shape[0], K.shape[0], V.shape[1]
+    head_scale = 1 / np.sqrt(float(Q.shape[1]))
+    output = np.zeros((f, h), dtype=np.float32)
+    block_m = 1
+    block_n = 1
+    for start_m in range(0, f, block_m):
+        m_prev = np.zeros([block_m], dtype=np.float32) - float("inf")
+        l_prev = np.zeros([block_m], dtype=np.float32)
+        acc = np.zeros([block_m, h], dtype=np.float32)
+        q_sub = Q[start_m: start_m + block_m, :]
+        for start_n in range(0, t, block_n):
+            if causal and start_n > start_m:
+                break
+            k_sub = K[start_n: start_n + block_n, :]
+            v_sub = V[start_n: start_n + block_n, :]
+            qk = np.matmul(q_sub, k_sub.T)
+            qk *= head_scale
+            m_cur = np.maximum(np.amax(qk, -1), m_prev)
+            l_prev *= np.exp(m_prev - m_cur)
+            p = np.exp(qk - m_cur.reshape(-1, 1))
+            l_cur = np.sum(p, -1) + l_prev
+            l_rcp = 1 / l_cur
+            s = p * l_rcp.reshape(-1, 1)
+            acc *= (l_prev * l_rcp).reshape(-1, 1)
+            acc += np.matmul(s, v_sub)
+            m_prev = m_cur
+            l_prev = l_cur
+        output[start_m: start_m + block_m, :] = acc
+    return output
+"""
+
+# SamarthZaveri/FlashAttention---Reproduction-from-First-Principles
+# flash/naive_flash_attention.py (PyTorch): query blocks, one pass over key blocks with the
+# running max, sum and accumulator. Causal added: key blocks after the query block skipped,
+# -inf in the diagonal one.
+PORT_SAMARTH_NAIVE_FLASH = """
+import math
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    seq_len, head_dim = Q.shape
+    scale = 1.0 / math.sqrt(head_dim)
+    out = np.empty((seq_len, V.shape[1]))
+    for q_start in range(0, seq_len, block):
+        q_end = min(q_start + block, seq_len)
+        q_block = Q[q_start:q_end]
+        m_i = np.full((q_end - q_start, 1), float("-inf"))
+        l_i = np.zeros((q_end - q_start, 1))
+        acc = np.zeros((q_end - q_start, V.shape[1]))
+        for k_start in range(0, K.shape[0], block):
+            if causal and k_start >= q_end:
+                break
+            k_end = min(k_start + block, K.shape[0])
+            scores = q_block @ K[k_start:k_end].T * scale
+            if causal:
+                scores[np.arange(k_start, k_end)[None, :]
+                       > np.arange(q_start, q_end)[:, None]] = float("-inf")
+            new_m = np.maximum(m_i, scores.max(axis=-1, keepdims=True))
+            alpha = np.exp(m_i - new_m)
+            p = np.exp(scores - new_m)
+            l_i = l_i * alpha + p.sum(axis=-1, keepdims=True)
+            acc = acc * alpha + p @ V[k_start:k_end]
+            m_i = new_m
+        out[q_start:q_end] = acc / l_i
+    return out
+"""
+
+# SamarthZaveri/FlashAttention---Reproduction-from-First-Principles flash/blocked_attention.py
+# (PyTorch): two passes per query block, the first over the key blocks for each row's max
+# and sum, the second recomputing each block's scores to accumulate the weighted values.
+# Causal added as in the naive port.
+PORT_SAMARTH_TWO_PASS = """
+import math
+
+
+def _scores(Q, K, q_start, q_end, k_start, k_end, scale, causal):
+    scores = Q[q_start:q_end] @ K[k_start:k_end].T * scale
+    if causal:
+        scores[np.arange(k_start, k_end)[None, :]
+               > np.arange(q_start, q_end)[:, None]] = float("-inf")
+    return scores
+
+
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    seq_len, m = Q.shape[0], K.shape[0]
+    scale = 1.0 / math.sqrt(Q.shape[1])
+    out = np.empty((seq_len, V.shape[1]))
+    for q_start in range(0, seq_len, block):
+        q_end = min(q_start + block, seq_len)
+        last = min(m, q_end) if causal else m
+        row_max = np.full((q_end - q_start, 1), float("-inf"))
+        row_sum = np.zeros((q_end - q_start, 1))
+        for k_start in range(0, last, block):
+            k_end = min(k_start + block, m)
+            scores = _scores(Q, K, q_start, q_end, k_start, k_end, scale, causal)
+            new_max = np.maximum(row_max, scores.max(axis=-1, keepdims=True))
+            row_sum = (row_sum * np.exp(row_max - new_max)
+                       + np.exp(scores - new_max).sum(axis=-1, keepdims=True))
+            row_max = new_max
+        acc = np.zeros((q_end - q_start, V.shape[1]))
+        for k_start in range(0, last, block):
+            k_end = min(k_start + block, m)
+            scores = _scores(Q, K, q_start, q_end, k_start, k_end, scale, causal)
+            acc += np.exp(scores - row_max) / row_sum @ V[k_start:k_end]
+        out[q_start:q_end] = acc
+    return out
+"""
+
+# SamarthZaveri/FlashAttention---Reproduction-from-First-Principles flash/online_softmax.py
+# (PyTorch): the online softmax over chunks of each row, every chunk's exponentials kept with
+# the maximum they were taken against, all rescaled in a final pass; here the weights so made
+# are multiplied by V. Keeping every chunk keeps the whole (n, m) weights.
+PORT_SAMARTH_KEPT_CHUNKS = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    n, N = Q.shape[0], K.shape[0]
+    m_i = np.full((n, 1), float("-inf"))
+    l_i = np.zeros((n, 1))
+    exp_chunks = []
+    for start in range(0, N, block):
+        chunk = Q @ K[start:start + block].T / np.sqrt(Q.shape[1])
+        if causal:
+            chunk = np.where(np.arange(start, start + chunk.shape[1])[None, :]
+                             > np.arange(n)[:, None], float("-inf"), chunk)
+        new_m = np.maximum(m_i, chunk.max(axis=-1, keepdims=True))
+        alpha = np.exp(m_i - new_m)
+        exp_chunk = np.exp(chunk - new_m)
+        l_i = l_i * alpha + exp_chunk.sum(axis=-1, keepdims=True)
+        m_i = new_m
+        exp_chunks.append((exp_chunk, new_m))
+    weights = np.empty((n, N))
+    for (exp_chunk, chunk_relative_max), start in zip(exp_chunks, range(0, N, block)):
+        weights[:, start:start + block] = exp_chunk * np.exp(chunk_relative_max - m_i) / l_i
+    return weights @ V
+"""
+
+# Mog9/FlashAttention-CuPy flash.py (a CUDA kernel through CuPy): one query row per GPU block,
+# tiles of keys, m started at -1e9, keys past the end filled with -1e9 and left out of the
+# sums, float32 throughout. The rows, parallel on the GPU, are vectorised here. Causal added
+# like the kernel's own past-the-end keys: -1e9, and left out of the sums.
+PORT_MOG9_ROWS = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    Q, K, V = (np.ascontiguousarray(x, dtype=np.float32) for x in (Q, K, V))
+    N, d = Q.shape
+    Nk = K.shape[0]
+    scale = np.float32(1.0 / (d ** 0.5))
+    o = np.zeros((N, V.shape[1]), dtype=np.float32)
+    m = np.full(N, -1e9, dtype=np.float32)
+    l = np.zeros(N, dtype=np.float32)
+    rows = np.arange(N)[:, None]
+    for tile_start in range(0, Nk, block):
+        keys = np.arange(tile_start, min(tile_start + block, Nk))
+        valid = np.ones((N, len(keys)), dtype=bool)
+        if causal:
+            valid = keys[None, :] <= rows
+        s = np.where(valid, Q @ K[keys].T * scale, np.float32(-1e9))
+        m_new = np.maximum(m, s.max(axis=1))
+        p = np.where(valid, np.exp(s - m_new[:, None]), np.float32(0))
+        correction = np.exp(m - m_new)
+        l = correction * l + p.sum(axis=1)
+        o = o * correction[:, None] + p @ V[keys]
+        m = m_new
+    return o / l[:, None]
+"""
+
+# Kaminyou/Flash-Attention-Practice v1/flash_attn_v1_kernel.cu (CUDA): FlashAttention 1, the
+# key blocks outside and the query blocks inside, the output kept normalised (rescaled by
+# l_prev exp(m_prev - m_new) / l_new at every tile), l and m kept for every row. Causal added:
+# tiles after the diagonal skipped, -inf in the diagonal tile.
+PORT_KAMINYOU_V1 = """
+def attention_blockwise(Q, K, V, causal=False, block=64):
+    N, d = Q.shape
+    Nk = K.shape[0]
+    Bc = Br = block
+    softmax_scale = 1.0 / np.sqrt(d)
+    O = np.zeros((N, V.shape[1]))
+    l = np.zeros(N)
+    m = np.full(N, -np.inf)
+    for j in range(0, Nk, Bc):
+        Kj, Vj = K[j:j + Bc], V[j:j + Bc]
+        for i in range(0, N, Br):
+            if causal and j >= i + Br:
+                continue
+            Qi = Q[i:i + Br]
+            S = Qi @ Kj.T * softmax_scale
+            if causal:
+                S[np.arange(j, j + len(Kj))[None, :] > np.arange(i, i + len(Qi))[:, None]] = -np.inf
+            row_m = S.max(axis=1)
+            S = np.exp(S - row_m[:, None])
+            row_l = S.sum(axis=1)
+            row_m_prev, row_l_prev = m[i:i + Br], l[i:i + Br]
+            row_m_new = np.maximum(row_m_prev, row_m)
+            row_l_new = (np.exp(row_m_prev - row_m_new) * row_l_prev
+                         + np.exp(row_m - row_m_new) * row_l)
+            O[i:i + Br] = (1.0 / row_l_new)[:, None] * (
+                (row_l_prev * np.exp(row_m_prev - row_m_new))[:, None] * O[i:i + Br]
+                + np.exp(row_m - row_m_new)[:, None] * (S @ Vj))
+            l[i:i + Br] = row_l_new
+            m[i:i + Br] = row_m_new
+    return O
+"""
+
+# name -> (the ported piece, its source: repository and path)
+PORTED = {
+    "ezhoureal-tiles": (PORT_EZHOUREAL_TILES,
+                        "ezhoureal/assignment2-systems cs336_systems/flash_attention.py"),
+    "wangshankun-no-scale": (PORT_WANGSHANKUN_NO_SCALE,
+                             "wangshankun/OpProfiling FlashAttention/flash_attention_v2.py"),
+    "urw7rs-chunk-summaries": (PORT_URW7RS_CHUNK_SUMMARIES,
+                               "urw7rs/generative-genetic-algorithms "
+                               "gga/memory_efficient_attention.py"),
+    "pannagas-partials": (PORT_PANNAGAS_PARTIALS,
+                          "pannagas18/softmax_tiling_FlashAttention softmax_tiling.py"),
+    "oreo-key-by-key": (PORT_OREO_KEY_BY_KEY, "oreo-lp/flash-attention-numpy flash.py"),
+    "samarth-naive-flash": (PORT_SAMARTH_NAIVE_FLASH,
+                            "SamarthZaveri/FlashAttention---Reproduction-from-First-Principles "
+                            "flash/naive_flash_attention.py"),
+    "samarth-two-pass": (PORT_SAMARTH_TWO_PASS,
+                         "SamarthZaveri/FlashAttention---Reproduction-from-First-Principles "
+                         "flash/blocked_attention.py"),
+    "samarth-kept-chunks": (PORT_SAMARTH_KEPT_CHUNKS,
+                            "SamarthZaveri/FlashAttention---Reproduction-from-First-Principles "
+                            "flash/online_softmax.py"),
+    "mog9-rows": (PORT_MOG9_ROWS, "Mog9/FlashAttention-CuPy flash.py"),
+    "kaminyou-v1": (PORT_KAMINYOU_V1,
+                    "Kaminyou/Flash-Attention-Practice v1/flash_attn_v1_kernel.cu"),
+}

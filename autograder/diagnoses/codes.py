@@ -169,8 +169,9 @@ WORDING: dict[str, Wording] = {
     "transposed": Wording(
         "ex3",
         "keys/queries multiplied in the wrong orientation (breaks when n ≠ m or d_k ≠ d_v)",
-        "Queries and keys are multiplied in the wrong orientation. The scores are Q K^T, of "
-        "shape (n, m); test with n != m and d_k != d_v to see the difference.",
+        "Queries and keys are multiplied in the wrong orientation, or the weights come back "
+        "transposed. The scores are Q K^T, of shape (n, m), and attn is returned that way, "
+        "one row per query; test with n != m and d_k != d_v to see the difference.",
         "lookup"),
     "wrong-shape": Wording(
         "ex3", "an output has the wrong shape",
@@ -257,6 +258,15 @@ WORDING: dict[str, Wording] = {
         "This answer is not written yet: it is still as the notebook was handed out (`...` or "
         "raise NotImplementedError). Write it in its cell, run the cell and its self-check.",
         EXERCISE_SECTION),
+    "blockwise-keys-not-blocked": Wording(
+        "ex4",
+        "right values, but the keys are not taken a block at a time (a query's whole row of "
+        "keys at once, or one key at a time)",
+        "Your function computes attention, but not with the keys taken `block` at a time: "
+        "with a few queries and many keys its memory follows the number of keys, or stays the "
+        "same whatever `block` is. Take the keys `block` at a time, keeping a running "
+        "maximum and sum per query.",
+        "ex4"),
     "missing-name": Wording(
         "any", "a required name is not defined",
         "A name the exercise asks for is not defined. Check its spelling and that the cell "

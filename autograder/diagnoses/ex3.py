@@ -45,8 +45,11 @@ MASKED = (
 )
 UNMASKED = ((RECT, None), (RECT, "None"), (SQUARE, None), (FULL, None))
 
-# How a student may lay out a right or wrong (out, attn): layout -> its code.
-LAYOUTS = {"as asked": "", "swapped": "returns-swapped", "attn transposed": "wrong-shape",
+# How a student may lay out a right or wrong (out, attn): layout -> its code. Weights that
+# hold the right values transposed are `transposed` (keys by queries, the wrong orientation),
+# as the tests' messages and the notebook's self-check say (issue 27); out transposed is an
+# output of the wrong shape.
+LAYOUTS = {"as asked": "", "swapped": "returns-swapped", "attn transposed": "transposed",
            "out transposed": "wrong-shape"}
 
 

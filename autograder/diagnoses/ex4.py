@@ -13,8 +13,13 @@
 - Large scores giving NaN or inf where moderate ones did not: `unstable-softmax`.
 - Memory: a call at T = 2048 that allocates more than a quarter of a T x T float64 matrix,
   the memory test's limit, or raises its process's memory high-water mark past the test's
-  bound (as read from outside the process: a peak hidden from tracemalloc), holds a whole
-  (T, T) array at once (`blockwise-quadratic-memory`).
+  bound (as read from outside the process: a peak hidden from tracemalloc), or touches that
+  much memory written before or during it (a buffer made in advance), holds a whole (T, T)
+  array at once (`blockwise-quadratic-memory`).
+- The keys in blocks: within those limits at T = 2048, but answering a few queries against
+  many keys (LONG_N against LONG_M) over the limits, or with a peak that does not grow with
+  `block` (WIDE_BLOCK against LONG_BLOCK), the code takes each query's whole row of keys, or one key
+  at a time, not `block` keys at a time (`blockwise-keys-not-blocked`).
 """
 
 from __future__ import annotations
@@ -185,18 +190,58 @@ def _stability_codes(prober) -> set[str]:
     return {"unstable-softmax"} if large is None or not np.all(np.isfinite(large)) else set()
 
 
+# The keys-in-blocks probe (the memory test's too): a few queries against many keys, n * m =
+# T * T, so the memory test's limits hold as they are; and the same call at a wider block.
+LONG_N = 128  # queries
+LONG_M = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T // LONG_N  # keys: 32768
+MEMORY_BLOCK = 64  # the memory test's block at T = 2048
+# The probe's two blocks. Keys taken `block` at a time hold at least one (rows, block) array
+# of scores, a query at a time or all together, so the wide call's peak is higher by at least
+# half of one float32 row of the extra width (WIDER_BYTES); code whose memory ignores `block`
+# (whole rows of keys, one key at a time) peaks the same at both. The narrow block is not
+# smaller, so that code keeping a summary per block (m / block of them, Rabe and Staats'
+# chunks) still peaks higher at the wide one.
+LONG_BLOCK, WIDE_BLOCK = 256, 2048
+WIDER_BYTES = (WIDE_BLOCK - LONG_BLOCK) * 4 // 2
+
+
+def over_limits(use) -> bool:
+    """A measured call (`MemoryUse`) over the memory test's limits, by any of its figures."""
+    return (use.traced is not None and use.traced > BLOCKWISE_MEMORY) or any(
+        figure is not None and figure > BLOCKWISE_RESIDENT
+        for figure in (use.resident, getattr(use, "touched", None)))
+
+
+def not_in_blocks(narrow, wide) -> bool:
+    """Two measured calls (`MemoryUse`) of the long probe, at LONG_BLOCK and WIDE_BLOCK:
+    the first over the limits, or a peak that does not grow with the block."""
+    if over_limits(narrow):
+        return True
+    if narrow.traced is None or wide.traced is None:
+        return False  # not measured: the memory test says so, this is no diagnosis
+    return wide.traced - narrow.traced < WIDER_BYTES
+
+
 def _memory_codes(prober) -> set[str]:
-    """The memory test's measure, on inputs of its own: over the limit either way."""
+    """The memory test's measure, on inputs of its own: over the limit either way at T =
+    2048; or within it there, but not with the keys taken a block at a time."""
     rng = np.random.default_rng(944)
     T = BLOCKWISE_MEMORY_T
     Q, K, V = (rng.normal(size=(T, BLOCKWISE_MEMORY_D)) for _ in range(3))  # (T, d) each
     for causal in (False, True):
         answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=causal,
-                                              block=64)
-        if not answer.ok:
-            continue
-        use = answer.value[1]  # MemoryUse
-        if (use.traced is not None and use.traced > BLOCKWISE_MEMORY) or (
-                use.resident is not None and use.resident > BLOCKWISE_RESIDENT):
+                                              block=MEMORY_BLOCK)
+        if answer.ok and over_limits(answer.value[1]):
             return {"blockwise-quadratic-memory"}
-    return set()
+    Q = rng.normal(size=(LONG_N, BLOCKWISE_MEMORY_D))  # (n, d)
+    K, V = (rng.normal(size=(LONG_M, BLOCKWISE_MEMORY_D)) for _ in range(2))  # (m, d) each
+    uses = []
+    for block in (LONG_BLOCK, WIDE_BLOCK):
+        answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=False,
+                                              block=block)
+        out = numbers(answer.value[0]) if answer.ok else None
+        if out is None or out.shape != (LONG_N, BLOCKWISE_MEMORY_D) or not np.all(
+                np.isfinite(out)) or np.ptp(out, axis=0).max() <= 1e-9:
+            return set()  # no answer to judge: the value tests and crashes say why
+        uses.append(answer.value[1])
+    return {"blockwise-keys-not-blocked"} if not_in_blocks(*uses) else set()

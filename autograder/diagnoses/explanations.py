@@ -112,8 +112,9 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
                                   "default None (mask=None) and, when mask is None, skip the "
                                   "masking step"),
     ("ex3", "transposed"): (EX3_VALUES | EX3_STABLE,
-                            "the scores are multiplied the wrong way round: Q K^T is (n, m), "
-                            "one row per query and one column per key"),
+                            "Q K^T is (n, m), one row per query and one column per key: "
+                            "multiply that way round, and return attn as it comes, one row "
+                            "per query"),
     ("ex3", "wrong-shape"): (EX3_VALUES, ""),
     ("ex3", "returns-swapped"): (EX3_VALUES, ""),
     ("ex3", "mutates-input"): (EX3_INPUTS, "attention writes into its inputs: compute on new "
@@ -165,6 +166,10 @@ EXPLAINS: dict[tuple[str, str], tuple[frozenset, str]] = {
                                   "exp overflows above about 709: subtract the running "
                                   "maximum before exponentiating"),
     ("ex4", "blockwise-quadratic-memory"): (EX4_MEMORY, ""),
+    ("ex4", "blockwise-keys-not-blocked"): (EX4_MEMORY,
+                                            "right values, but the keys are not taken a "
+                                            "block at a time: take them `block` at a time, "
+                                            "with a running maximum and sum per query"),
 }
 
 

@@ -23,10 +23,19 @@ The worker cannot reset its own mark: Landlock lets it write only under /tmp and
 so its /proc/self/clear_refs is closed to it (where the kernel lacks Landlock, a dumpable
 worker could, and the sandbox's warnings say so).
 
+Memory the submission allocated before the call and reuses during it (a module-level buffer
+the call writes its scores into) is already resident, so it raises no high-water mark, and
+tracemalloc does not count it either. So the gauge also counts the pages the call touched:
+`begin` clears the referenced bit of every page of the worker (writing "1" to the same
+clear_refs), and `touched` sums, over the worker's mappings in /proc/PID/smaps (opened with
+the others), the smaller of each mapping's referenced and dirty memory: memory the process
+wrote at some time (its heap, its arrays, its /tmp and /dev/shm files) that the call read or
+wrote, whenever it was allocated; clean pages of code and libraries, which every call runs
+through, are not dirty and do not count. Freed during the call, a page no longer shows
+there: the high-water mark covers those.
+
 Not counted: kernel memory the call fills without mapping it (pipe buffers, files written to
-its tmpfs with write()), and memory the submission allocated before the call and reuses
-during it (already resident, it raises no high-water mark; tracemalloc does not count it
-either).
+its tmpfs with write()).
 """
 
 from __future__ import annotations
@@ -49,10 +58,11 @@ class MemoryGauge:
     def __init__(self, pid: int):
         self.pid = pid
         self.unavailable = ""
-        self._clear_refs = self._status = self._children = -1
+        self._clear_refs = self._status = self._children = self._smaps = -1
         try:
             self._clear_refs = os.open(f"/proc/{pid}/clear_refs", os.O_WRONLY | os.O_CLOEXEC)
             self._status = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+            self._smaps = os.open(f"/proc/{pid}/smaps", os.O_RDONLY | os.O_CLOEXEC)
             self._children = os.open(f"/proc/{pid}/task/{pid}/children",
                                      os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
@@ -90,6 +100,7 @@ class MemoryGauge:
         if self._read(self._children).split():
             raise Unmeasurable("the submission's process has child processes (a cell started "
                                "them); a measured call must run alone")
+        os.write(self._clear_refs, b"1")  # every page unreferenced: `touched` counts anew
         os.write(self._clear_refs, b"5")
         return self._status_field(self._read(self._status), "VmHWM") * 1024
 
@@ -97,8 +108,23 @@ class MemoryGauge:
         """Bytes the worker's high-water mark rose since `begin` returned `start`."""
         return max(self._status_field(self._read(self._status), "VmHWM") * 1024 - start, 0)
 
+    def touched(self) -> int:
+        """Bytes of written memory the worker referenced since `begin`: per mapping, the
+        smaller of its Referenced and its dirty (Private_Dirty + Shared_Dirty) pages."""
+        total = referenced = dirty = 0
+        for line in self._read(self._smaps).splitlines():
+            name, _, value = line.partition(":")
+            if name == "Referenced":
+                referenced = int(value.split()[0])
+            elif name in ("Private_Dirty", "Shared_Dirty"):
+                dirty += int(value.split()[0])
+            elif " " in name or "-" in name:  # a mapping's first line: the last one's sums
+                total += min(referenced, dirty)
+                referenced = dirty = 0
+        return (total + min(referenced, dirty)) * 1024
+
     def close(self) -> None:
-        for name in ("_clear_refs", "_status", "_children"):
+        for name in ("_clear_refs", "_status", "_children", "_smaps"):
             fd = getattr(self, name)
             if fd >= 0:
                 os.close(fd)

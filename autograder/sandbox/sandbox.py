@@ -71,6 +71,8 @@ class MemoryUse:
     resident: int | None  # bytes the worker's high-water mark rose, read by the trusted side
     unmeasured: str = ""  # why `resident` is None when the submission prevented the reading;
     # "" with None: this system offers no such reading (`Sandbox.warnings` says why)
+    touched: int | None = None  # bytes of written memory the call read or wrote, allocated
+    # before it or during it (`MemoryGauge.touched`); None where `resident` is
 
 
 def _text(value, default: str = "") -> str:
@@ -419,10 +421,10 @@ class Sandbox:
             self._warn("without Landlock, the submission's process could reset the memory "
                        "high-water mark of a measured call itself (/proc/self/clear_refs)")
         reply, reply_blob = self._exchange(worker, message, blob, what, True)
-        resident = None
+        resident = touched = None
         if start is not None:
             try:
-                resident = gauge.grown(start)
+                resident, touched = gauge.grown(start), gauge.touched()
             except OSError:  # gone since it replied: nothing to read, so nothing earned
                 unmeasured = "the submission's process ended before its memory was read"
         result = self._decode(reply.get("value"), reply_blob)
@@ -430,7 +432,7 @@ class Sandbox:
         if peak is not None and (type(peak) is not int or peak < 0):
             self._discard_worker()
             raise StudentDied("the submission's process sent a malformed reply")
-        return result, MemoryUse(peak, resident, unmeasured)
+        return result, MemoryUse(peak, resident, unmeasured, touched)
 
     def _warn(self, text: str) -> None:
         if text not in self.warnings:
