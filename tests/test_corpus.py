@@ -110,12 +110,14 @@ OUTCOMES = {"crashed", "missing-name", "syntax-error", "timeout", "memory-limit"
 @pytest.mark.parametrize("student, name", MISTAKE_PAIRS)
 def test_every_failure_of_a_mistake_is_explained_by_its_diagnosis(reports, student, name):
     """No failed test is left to a generic hint that might contradict the diagnosis; a slip
-    outside the catalogue (no code) gets plain messages, never a canned cause (issue 27)."""
+    outside the catalogue (no code) gets plain messages, never a canned cause (issue 27). Each
+    hint is given once per exercise, on the first test it explains; the later ones name it."""
     canned = {say for (_ex, _code), (_tests, say) in EXPLAINS.items() if say}
     for ex, result in reports(name, student)["exercises"].items():
         codes = result["diagnoses"]
         if result.get("attempted") is False:
             continue  # the optional exercise, left alone: nothing to explain
+        messages = {test["name"]: test["message"] for test in result["tests"]}
         for test in result["tests"]:
             if test["passed"] or set(codes) & OUTCOMES:
                 continue
@@ -125,8 +127,12 @@ def test_every_failure_of_a_mistake_is_explained_by_its_diagnosis(reports, stude
                 continue
             explaining = explained_by(ex, test["name"], codes)
             assert explaining, f"{ex}/{test['name']} failed, unexplained by {codes}"
-            for code in explaining:
-                said = explanation_text(ex, code, VARIANTS[student])
+            said = "; ".join(text for code in explaining
+                             if (text := explanation_text(ex, code, VARIANTS[student])))
+            above = re.search(r"the same cause as (\w+), explained above", test["message"])
+            if above:
+                assert said and said in messages[above.group(1)], test["message"]
+            else:
                 assert said in test["message"], test["message"]
 
 
