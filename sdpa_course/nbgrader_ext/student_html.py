@@ -77,6 +77,10 @@ PAGE_IDS = ("summary",)
 PAGE_ID_PREFIXES = ("results-", "written-")
 URL_SCHEMES = {"http", "https", "mailto", "data"}
 DATA_IMAGES = ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
+# a tag of nh3's output: every attribute value quoted (a `>` may be inside the quotes), and
+# no `<img` outside a tag (text is escaped): one pass
+IMG_TAG = re.compile(r'<img\b(?:[^<>"]|"[^"]*")*>')
+RAW_MATH = re.compile(r"<(/?math)\b", re.I)
 
 
 def _kept_class(value: str) -> str | None:
@@ -113,11 +117,27 @@ def _attribute_filter(element: str, attribute: str, value: str) -> str | None:
     return value
 
 
+def _with_alt(match: re.Match) -> str:
+    tag = match.group(0)  # nh3 writes ` name="value"`, a `"` in a value as `&quot;`
+    return tag if ' alt="' in tag else tag[:-1] + ' alt="">'
+
+
 def clean_html(text: str) -> str:
-    """HTML from a student (or rendered from one) with only harmless tags and attributes."""
-    return nh3.clean(text, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
-                     attribute_filter=_attribute_filter, link_rel="noopener noreferrer nofollow",
-                     strip_comments=True)
+    """HTML from a student (or rendered from one) with only harmless tags and attributes, and
+    every picture with a text alternative (`alt=""` where the student gave none: a picture
+    whose source was dropped, or one they left undescribed, is passed over by a screen
+    reader instead of read out as its file name)."""
+    cleaned = nh3.clean(text, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
+                        attribute_filter=_attribute_filter,
+                        link_rel="noopener noreferrer nofollow", strip_comments=True)
+    return IMG_TAG.sub(_with_alt, cleaned) if "<img" in cleaned else cleaned
+
+
+def raw_html_without_mathml(text: str) -> str:
+    """A student's raw HTML with `<math>` shown as text: only the renderer's own formulas are
+    MathML. A `<math>` of the student's own could hold the rest of the cell (links, tables:
+    a math element must hold no control, and a screen reader reads it as one formula)."""
+    return RAW_MATH.sub(r"&lt;\1", text)
 
 
 def compact_mathml(mathml: str, display: str) -> str:
@@ -182,6 +202,12 @@ class MathMLRenderer(IPythonRenderer):
 
     def multiline_math(self, text: str) -> str:
         return html.escape(text)
+
+    def inline_html(self, html: str) -> str:
+        return super().inline_html(raw_html_without_mathml(html))
+
+    def block_html(self, html: str) -> str:
+        return super().block_html(raw_html_without_mathml(html))
 
     def block_code(self, code: str, info: str | None = None) -> str:
         # the fence's language is the student's to name: one lexer only (see code_html)
