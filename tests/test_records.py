@@ -12,6 +12,7 @@ import json
 import pytest
 
 from sdpa_course.reports import records
+from sdpa_course.reports.class_report import write_class_report
 
 REPORT = {
     "score": 14.5, "max_score": 20,
@@ -157,3 +158,18 @@ def test_stopped_cells_name_three_cells_outside_the_exercises_then_count_the_res
     assert records.stopped_cells(report)[3].startswith("1 more cell")
     report["exercises"]["ex1"]["diagnoses"] = ["timeout"]  # the exercise's diagnosis says it
     assert records.stopped_cells(report) == []
+
+
+def test_a_record_says_when_its_pages_fold_cells_and_a_class_report_lists_it(tmp_path):
+    folded = records.graded_record("max", REPORT, "f1", [], folded={"cells": 99_772,
+                                                                    "chars": 1_188_890})
+    assert folded["folded_cells"] == {"cells": 99_772, "chars": 1_188_890}
+    assert "pages fold 99,772 cells (1,188,890 characters)" in folded["warnings"][-1]
+    plain = records.graded_record("ada", REPORT, "f1", [])
+    assert plain["folded_cells"] is None and plain["warnings"] == []
+    for odd in ({"cells": "99"}, {"cells": 0, "chars": 0}, [], None, {"cells": 5}):
+        assert records.folded_note(odd) == ""
+    assert records.folded_note({"cells": -1, "chars": 3}) == ""
+    paths = write_class_report({"max": folded, "ada": plain}, tmp_path, "sdpa")
+    page = paths["class report"].read_text()
+    assert "Submissions too long for a page: 1" in page and "<td>99,772</td>" in page

@@ -127,3 +127,29 @@ def test_mathml_is_written_short_and_says_the_same(latex, display):
 def test_mathml_of_another_shape_is_left_as_it_is():
     other = '<math xmlns="x" display="inline"><mi>a</mi></math>'
     assert compact_mathml(other, "inline") == other
+
+
+@pytest.mark.parametrize("markdown", ["<img src=x onerror=alert(2)>", "![](https://e.org/p.png)",
+                                      '<img title="a>b" src="data:image/png;base64,AAAA">'])
+def test_every_picture_has_a_text_alternative(markdown):
+    # issue 26 (axe-core's image-alt): a picture the student left undescribed, or whose
+    # source was dropped, is marked decorative rather than read out as its file name
+    rendered = markdown_to_safe_html(markdown)
+    assert re.findall(r"<img\b", rendered) and all(
+        ' alt="' in tag for tag in re.findall(r"<img\b[^>]*>", rendered)), rendered
+    assert markdown_to_safe_html("![a plot](data:image/png;base64,AAAA)").count(
+        'alt="a plot"') == 1
+
+
+@pytest.mark.parametrize("markdown", [
+    "$\\text{<b>}$ then [a link](https://e.org)",
+    "$\\text{<img src=x onerror=alert(6)>}$\n\nthen [a link](https://e.org)",
+    "<math><mtext>raw</mtext></math> then [a link](https://e.org)",
+])
+def test_no_link_or_text_of_the_cell_ends_up_inside_a_formula(markdown):
+    # a math element holding a link is one formula to a screen reader, and a control nested
+    # where none may be (axe-core's nested-interactive)
+    rendered = markdown_to_safe_html(markdown)
+    for formula in re.findall(r"<math\b.*?</math>", rendered, flags=re.S):
+        assert "<a " not in formula and "link" not in formula, rendered
+    assert '<a href="https://e.org"' in rendered

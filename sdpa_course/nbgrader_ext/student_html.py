@@ -13,7 +13,8 @@ any of Pygments' lexers by the fence's name, and some backtrack for hours on a f
 
 Mathematics is converted here, on the server, by latex2mathml, because a page must render
 without a network and years later: no script, nothing fetched, and Chromium and Firefox draw
-MathML natively. A formula latex2mathml cannot read is shown as its LaTeX source in `<code>`.
+MathML natively. A formula latex2mathml cannot read, or reads into markup that is not MathML
+(`\text{<b>}` is copied as it is), is shown as its LaTeX source in `<code>`.
 The MathML is written short (`compact_mathml`): an HTML page's parser puts `<math>` in the
 MathML namespace by itself, and `<math>` is a row of its children already, so latex2mathml's
 `xmlns` and outer `<mrow>` (a sixth of the lesson's formulas' bytes) are left out.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import html
 import re
 from functools import lru_cache
+from xml.etree import ElementTree
 
 import jinja2
 import nh3
@@ -77,6 +79,14 @@ PAGE_IDS = ("summary",)
 PAGE_ID_PREFIXES = ("results-", "written-")
 URL_SCHEMES = {"http", "https", "mailto", "data"}
 DATA_IMAGES = ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
+# a tag of nh3's output: every attribute value quoted (a `>` may be inside the quotes), and
+# no `<img` outside a tag (text is escaped): one pass
+IMG_TAG = re.compile(r'<img\b(?:[^<>"]|"[^"]*")*>')
+RAW_MATH = re.compile(r"<(/?math)\b", re.I)
+# `\text{...}` without braces inside: latex2mathml copies its argument into the MathML as it
+# is, so `<`, `>` and `&` are escaped first (shown as written); anything else it copies that is
+# not MathML falls back to the formula's source (`_is_mathml`)
+TEXT_ARGUMENT = re.compile(r"(\\text\s*\{)([^{}]*)\}")
 
 
 def _kept_class(value: str) -> str | None:
@@ -113,11 +123,27 @@ def _attribute_filter(element: str, attribute: str, value: str) -> str | None:
     return value
 
 
+def _with_alt(match: re.Match) -> str:
+    tag = match.group(0)  # nh3 writes ` name="value"`, a `"` in a value as `&quot;`
+    return tag if ' alt="' in tag else tag[:-1] + ' alt="">'
+
+
 def clean_html(text: str) -> str:
-    """HTML from a student (or rendered from one) with only harmless tags and attributes."""
-    return nh3.clean(text, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
-                     attribute_filter=_attribute_filter, link_rel="noopener noreferrer nofollow",
-                     strip_comments=True)
+    """HTML from a student (or rendered from one) with only harmless tags and attributes, and
+    every picture with a text alternative (`alt=""` where the student gave none: a picture
+    whose source was dropped, or one they left undescribed, is passed over by a screen
+    reader instead of read out as its file name)."""
+    cleaned = nh3.clean(text, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
+                        attribute_filter=_attribute_filter,
+                        link_rel="noopener noreferrer nofollow", strip_comments=True)
+    return IMG_TAG.sub(_with_alt, cleaned) if "<img" in cleaned else cleaned
+
+
+def raw_html_without_mathml(text: str) -> str:
+    """A student's raw HTML with `<math>` shown as text: only the renderer's own formulas are
+    MathML. A `<math>` of the student's own could hold the rest of the cell (links, tables:
+    a math element must hold no control, and a screen reader reads it as one formula)."""
+    return RAW_MATH.sub(r"&lt;\1", text)
 
 
 def compact_mathml(mathml: str, display: str) -> str:
@@ -131,11 +157,28 @@ def compact_mathml(mathml: str, display: str) -> str:
     return mathml
 
 
+def _escaped_text(match: re.Match) -> str:
+    return match.group(1) + html.escape(match.group(2), quote=False) + "}"
+
+
+def _is_mathml(markup: str) -> bool:
+    """Well-formed XML of MathML elements only. latex2mathml copies `\text{...}` as it is:
+    `\text{<b>}` would open an HTML element inside the formula that takes the rest of the
+    cell into it (a math element a screen reader reads as one formula, links and all)."""
+    try:
+        root = ElementTree.fromstring(markup)
+    except ElementTree.ParseError:
+        return False
+    return all(element.tag.rpartition("}")[2] in MATHML_TAGS for element in root.iter())
+
+
 def formula_html(latex: str, display: str) -> str:
     """A LaTeX formula as MathML; its source in <code> when it cannot be read."""
     if len(latex) <= MAX_FORMULA_CHARS:
         try:
-            return compact_mathml(latex_to_mathml(latex, display=display), display)
+            mathml = latex_to_mathml(TEXT_ARGUMENT.sub(_escaped_text, latex), display=display)
+            if _is_mathml(mathml):
+                return compact_mathml(mathml, display)
         except Exception:  # noqa: BLE001 - any LaTeX, however broken, must render
             pass
     shown = latex if len(latex) <= MAX_FORMULA_CHARS else latex[:MAX_FORMULA_CHARS] + " …"
@@ -182,6 +225,12 @@ class MathMLRenderer(IPythonRenderer):
 
     def multiline_math(self, text: str) -> str:
         return html.escape(text)
+
+    def inline_html(self, html: str) -> str:
+        return super().inline_html(raw_html_without_mathml(html))
+
+    def block_html(self, html: str) -> str:
+        return super().block_html(raw_html_without_mathml(html))
 
     def block_code(self, code: str, info: str | None = None) -> str:
         # the fence's language is the student's to name: one lexer only (see code_html)

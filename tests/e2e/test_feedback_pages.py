@@ -169,3 +169,49 @@ def test_a_hostile_answer_never_runs_in_formgraders_grading_page(page, graded, s
     assert not [s for s in seen if "dialog" in s], seen
     assert page.evaluate("() => [...document.querySelectorAll('*')].filter(e => "
                          "[...e.attributes].some(a => a.value.includes('alert('))).length") == 0
+
+
+SERIOUS = ("serious", "critical")
+
+
+def axe_violations(page) -> list[str]:
+    """axe-core's serious and critical violations of the open page (every rule it runs by
+    default: images' text alternatives, contrast, headings, names of links and controls,
+    whatever the page holds), one line each with the first elements it names."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    return [f"{v['id']} ({v['impact']}): {v['help']}: "
+            + "; ".join(node["html"][:120] for node in v["nodes"][:3])
+            for v in found if v.get("impact") in SERIOUS]
+
+
+def heading_jumps(page) -> list[str]:
+    """Headings that go down more than one level from the one before (h2 then h4)."""
+    levels = page.evaluate("() => [...document.querySelectorAll('h1,h2,h3,h4,h5,h6')]"
+                           ".map(h => Number(h.tagName[1]))")
+    return [f"h{a} then h{b}" for a, b in zip(levels, levels[1:], strict=False)
+            if b > a + 1]
+
+
+@pytest.mark.parametrize("student", [*TYPICAL, HOSTILE])
+def test_a_feedback_page_passes_axe_with_its_maths_read_as_mathml(page, graded, student):
+    """Issue 26: no serious or critical axe-core violation; headings in order; every
+    formula is MathML in its namespace, which Chromium exposes to a screen reader as maths."""
+    course, _ = graded
+    open_feedback(page, course, student)
+    assert axe_violations(page) == []
+    assert heading_jumps(page) == []
+    maths = page.evaluate("() => [...document.querySelectorAll('math')].map(m => "
+                          "[m.namespaceURI, m.textContent.trim().length > 0])")
+    assert len(maths) > 30
+    assert all(ns == "http://www.w3.org/1998/Math/MathML" and text for ns, text in maths)
+    assert page.get_by_role("math").count() == len(maths)
+
+
+def test_the_class_report_passes_axe(page, graded):
+    course, _ = graded
+    page.goto((course / "reports" / "sdpa" / "class_report.html").as_uri())
+    page.wait_for_load_state("load")
+    assert axe_violations(page) == []
+    assert heading_jumps(page) == []
