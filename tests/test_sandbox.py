@@ -244,6 +244,17 @@ def test_magics_are_ignored_timing_magics_run_their_code_and_shell_is_refused(ru
     assert "shell command not run" in sandbox.output
 
 
+def test_matplotlib_is_imported_only_by_a_cell_that_imports_it(run):
+    """The zygote does not preload it (issue 30); a cell that needs it still draws."""
+    sandbox = run("import sys\nbefore = sorted(m for m in sys.modules if 'matplotlib' in m)",
+                  "import matplotlib.pyplot as plt, numpy as np\n"
+                  "plt.imshow(np.eye(3)); plt.title('mine'); plt.show()\n"
+                  "backend = plt.get_backend().lower()")
+    assert statuses(sandbox) == ["ok", "ok"]
+    assert sandbox.get("before") == [] and sandbox.get("backend") == "agg"
+    assert len(sandbox.outcomes[1].images) == 1
+
+
 # -- what can cross ------------------------------------------------------------------------
 
 

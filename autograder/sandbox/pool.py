@@ -165,22 +165,6 @@ def find_hidden_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
     return sorted(set(paths))
 
 
-def _font_cache_directory() -> str:
-    """A directory, private to this user, where the zygote keeps matplotlib's font list.
-
-    Building that list takes a good part of the zygote's start. Only the zygote uses it, before
-    it isolates itself; workers never see it.
-    """
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    directory = base / "sdpa-course" / "sandbox-matplotlib"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        directory.chmod(0o700)
-    except OSError:
-        return ""
-    return str(directory)
-
-
 def _zygote_environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/",
            "MPLBACKEND": "Agg", "TMPDIR": tempfile.gettempdir()}
@@ -355,8 +339,7 @@ class SandboxPool:
 
     def _begin_launch(self) -> None:
         self._ensure_cgroups()
-        config = {"isolation": self.isolation, "hidden": self.hidden,
-                  "font_cache": _font_cache_directory()}
+        config = {"isolation": self.isolation, "hidden": self.hidden}
         environment = _zygote_environment()
         listener = self._warm_listener(config, environment) if self.keep_warm else None
         if self._attached:  # a warm zygote answered
