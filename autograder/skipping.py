@@ -14,12 +14,13 @@ or by the grader itself (the exercises' names, the notebook's shown numbers); an
 skipped from a notebook whose running code reaches names dynamically (`globals()`, `eval`...).
 The same check holds the lesson itself (`lesson_problems`, at build time and in the tests).
 Everything here is linear in the cells' size (one `ast` walk per cell); student source that
-does not parse reads as reaching every name.
+does not parse never runs, and reads nothing.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -39,6 +40,8 @@ EVALUATORS = frozenset({"eval", "exec", "get_ipython"})
 NAMESPACES = frozenset({"globals", "locals", "vars"})
 NAMESPACE_ATTRIBUTES = frozenset({"__dict__", "__globals__", "f_globals", "f_locals",
                                   "user_ns"})
+# Text without any of these words has no dynamic access: it is not even parsed.
+DYNAMIC_WORDS = EVALUATORS | NAMESPACES | NAMESPACE_ATTRIBUTES | {"__main__"}
 
 
 def source_digest(source: str) -> str:
@@ -115,7 +118,9 @@ def _dynamic(node: ast.AST, parents: dict) -> bool:
 def cell_names(source: str) -> Names:
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError):  # it never compiles, so never runs: reads nothing
+        return Names(frozenset(), frozenset(), False)
+    except (RecursionError, MemoryError):  # too much for this parser: it may read anything
         return Names(frozenset(), frozenset(), True)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     reads, dynamic = set(), False
@@ -131,39 +136,52 @@ def cell_names(source: str) -> Names:
     return Names(frozenset(_module_bindings(tree)), frozenset(reads), dynamic)
 
 
+def _known(grade_id: str | None) -> tuple | None:
+    return SKIPPABLE.get(grade_id or "")
+
+
 def tag_of(grade_id: str | None, source: str) -> str | None:
     """The lesson's tag of a cell the kit knows as released ("demo", "self-check"), or None
     when its grade_id is not a tagged cell's or its source is not exactly the release's."""
-    known = SKIPPABLE.get(grade_id or "")
-    if known is None:
-        return None
-    tag, digest = known
-    return tag if source_digest(source) == digest else None
+    known = _known(grade_id)
+    return known[0] if known and source_digest(source) == known[1] else None
 
 
-def kept_anyway(candidates: list[int], sources: list[str]) -> dict[int, str]:
-    """Of the cells `candidates` (indices into `sources`), those that must run after all,
-    each with why: a name it defines is read by a cell that runs or by the grader."""
-    names = [cell_names(source) for source in sources]
-    skipped = set(candidates)
-    running = [i for i in range(len(sources)) if i not in skipped]
-    if any(names[i].dynamic for i in running):
-        return {i: "a cell that runs reaches names dynamically" for i in candidates}
+@functools.lru_cache(maxsize=256)
+def _cached_names(source: str) -> Names:
+    """`cell_names`, once per source in a grading process (the lesson's cells repeat)."""
+    return cell_names(source)
+
+
+def kept_anyway(candidates: dict[int, frozenset[str]], sources: list[str]) -> dict[int, str]:
+    """Of the cells `candidates` (index into `sources` -> the names the cell binds), those that
+    must run after all, each with why: a name it binds is read by a cell that runs, anywhere
+    in the notebook, or by the grader; every one when a cell that runs reaches names
+    dynamically. A cell whose text holds none of those names nor any word of dynamic access
+    reads none of them: only the others are parsed (a submission's time is mostly this)."""
+    bound = frozenset().union(*candidates.values()) if candidates else frozenset()
+    words = bound | DYNAMIC_WORDS
     read = set(GRADER_READS)
-    for i in running:
-        read |= names[i].reads
+    for index, source in enumerate(sources):
+        if index in candidates or not any(word in source for word in words):
+            continue
+        names = _cached_names(source)
+        if names.dynamic:
+            return {i: "a cell that runs reaches names dynamically" for i in candidates}
+        read |= names.reads & bound
     kept = {}
-    for i in candidates:
-        needed = sorted(names[i].defines & read)
+    for index, defines in candidates.items():
+        needed = sorted(defines & read)
         if needed:
-            kept[i] = f"it defines {', '.join(needed[:5])}, which code that runs reads"
+            kept[index] = f"it defines {', '.join(needed[:5])}, which code that runs reads"
     return kept
 
 
 def lesson_problems(cells: list[tuple[str | None, str, str | None]]) -> list[str]:
     """What stops the lesson's tagged cells from being skipped: `cells` are the notebook's code
     cells as (grade_id, source, tag); one line per tagged cell that must run after all."""
-    candidates = [i for i, (_, _, tag) in enumerate(cells) if tag in (DEMO, SELF_CHECK)]
+    candidates = {i: cell_names(source).defines for i, (_, source, tag) in enumerate(cells)
+                  if tag in (DEMO, SELF_CHECK)}
     kept = kept_anyway(candidates, [source for _, source, _ in cells])
     return [f"{cells[i][0] or f'code cell {i + 1}'} is tagged {cells[i][2]!r} but cannot be "
             f"skipped: {why}" for i, why in sorted(kept.items())]
@@ -171,8 +189,10 @@ def lesson_problems(cells: list[tuple[str | None, str, str | None]]) -> list[str
 
 def split(cells: list) -> tuple[list, list]:
     """The submission's cells (`SubmittedCell`) as (those that run, those left out): the
-    lesson's tagged cells as released, unless a cell that runs or the grader needs them."""
-    candidates = [i for i, cell in enumerate(cells) if cell.lesson_tag]
+    lesson's tagged cells as released, unless a cell that runs or the grader needs them. The
+    names a tagged cell binds are the kit's record (`lesson_cells`), not parsed again."""
+    candidates = {i: frozenset(_known(cell.grade_id)[2]) for i, cell in enumerate(cells)
+                  if cell.lesson_tag}
     kept = kept_anyway(candidates, [cell.source for cell in cells])
     left_out = {i for i in candidates if i not in kept}
     return ([cell for i, cell in enumerate(cells) if i not in left_out],

@@ -19,6 +19,7 @@ The release itself is built by nbgrader (`sdpa-course release`), not here.
 from __future__ import annotations
 
 import copy
+import textwrap
 from pathlib import Path
 
 import jupytext
@@ -31,7 +32,13 @@ from nbgrader.preprocessors import (
     LockCells,
 )
 
-from autograder.skipping import DEMO, SELF_CHECK, lesson_problems, source_digest
+from autograder.skipping import (
+    DEMO,
+    SELF_CHECK,
+    cell_names,
+    lesson_problems,
+    source_digest,
+)
 from sdpa_course.assignment import ASSIGNMENT, METADATA_KEY, NOTEBOOK
 from sdpa_course.errors import KitError
 from sdpa_course.nbgrader_ext.clear_solutions import ExerciseClearSolutions
@@ -78,13 +85,17 @@ def lesson_cells_module(release_nb: nbformat.NotebookNode, text_source: str) -> 
                        + "; ".join(problems))
     lines = ['"""The lesson\'s cells that grading leaves out: generated from '
              f"{text_source}", f"by {REBUILD_COMMAND}; do not edit.", "",
-             "grade_id -> (tag, SHA-256 of the cell's source as released), read by",
-             '`autograder.skipping`."""', "", "SKIPPABLE = {"]
+             "grade_id -> (tag, SHA-256 of the cell's source as released, the names it binds),",
+             'read by `autograder.skipping`."""', "", "SKIPPABLE = {"]
     for cell in code:
         tag = _tag(cell)
         if tag:
             grade_id = cell.metadata["nbgrader"]["grade_id"]
-            lines += [f'    "{grade_id}": (', f'        "{tag}", "{source_digest(cell.source)}"),']
+            names = textwrap.wrap(" ".join(f'"{name}",' for name in
+                                           sorted(cell_names(cell.source).defines)),
+                                  width=88, break_on_hyphens=False)
+            lines += [f'    "{grade_id}": (', f'        "{tag}", "{source_digest(cell.source)}",',
+                      "        (", *(f"            {line}" for line in names), "        )),"]
     return "\n".join(lines + ["}", ""])
 
 
