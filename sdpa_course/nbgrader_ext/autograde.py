@@ -36,6 +36,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.exercises import exercise_key
+from autograder.heatmap import HEATMAP_CELL
 from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
 from sdpa_course.engine_call import grade_path
 from sdpa_course.errors import GradingFailed
@@ -95,6 +96,11 @@ def skipped_outputs(skipped: dict, exercises: dict) -> list:
         return [new_output("stream", name="stdout", text=(
             f"{GRADER_NOTE}this self-check runs in your own Jupyter; when your work was graded "
             "the hidden tests ran instead, and found:\n" + found))]
+    if skipped.get("grade_id") == HEATMAP_CELL:
+        return [new_output("stream", name="stdout", text=(
+            f"{GRADER_NOTE}this cell runs in your own Jupyter; the picture below is the "
+            "grader's, drawn from the weights your attention returned on the same example "
+            "when your work was graded.\n"))]
     return [new_output("stream", name="stdout", text=(
         f"{GRADER_NOTE}a demonstration of the lesson: it runs in your own Jupyter, not when "
         "your work is graded.\n"))]
