@@ -29,6 +29,7 @@ KEBAB = re.compile(r"^[a-z]+(?:-[a-z]+)+$")
 NOT_CODES = {
     "setup-failed": "a message type of the sandbox's protocol",
     "sdpa-course": "the kit's name, in paths",
+    "self-check": "the notebook's tag of the lesson's self-checks, which grading leaves out",
     "site-packages": "a directory name of Python installations the private root lays out",
     "dist-packages": "Debian's name for site-packages",
     "lib-dynload": "the standard library's folder of extension modules",
