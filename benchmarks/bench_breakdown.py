@@ -44,7 +44,7 @@ PER_SUBMISSION_PARENT = ("prepare: nbgrader's sanitising", "record: nbgrader's a
                          "feedback page", "record: saving the student's record")
 MOMENTS = {"zygote: launching it": "launched", "zygote: waiting for it": "waited for"}
 ZYGOTE_STEPS = {"started": "interpreter, the sandbox's code, numpy",
-                "preloaded": "numpy, matplotlib and a warm-up figure",
+                "preloaded": "the pre-import (numpy's BLAS warmed up)",
                 "planned": "the allowlist of the private root",
                 "ready": "namespaces, private root, Landlock set-up"}
 
