@@ -214,16 +214,146 @@ def test_the_lesson_says_what_its_numbers_and_conventions_really_are(source_nb):
                  f"{scaled / unscaled:.0f} times", f"{scaled / 8 / unscaled:.0f} times"):
         assert said in explain, said
     assert "Scaling prevents overflow\" earns nothing" in explain.replace("**", "\"")
-    assert explain.count("**2 points**") == 2 and "**1 point**" in explain
+    assert all(mark in explain for mark in ("**2 points**", "**1 point**", "**0 points**"))
     # the variance argument's assumption, other libraries' masks, rows with every key masked
     assert "**initialisation**" in text
     assert "True` = *may attend*" in text and "Annotated Transformer" in text
-    assert "sdpa_ref.to_torch_mask" in text
+    assert "(`~mask`)" in text
     assert "gives NaN" in text and "zero weights" in text and "uniformly" in text
     # the projection example builds W_v with d_v, as its shape comment says
     heatmap = cell_by_id(source_nb, "ex3_heatmap").source
     assert "W_v = rng.normal(size=(d_model, d_v))" in heatmap
     assert "T, d_model, d_k, d_v = 8, 16, 8, 4" in heatmap
+
+
+def exercise_markdown(nb, number: int) -> str:
+    """The markdown of Exercise `number`'s section: its heading to the next section's."""
+    cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    start = next(i for i, c in enumerate(cells) if re.search(rf"^## Exercise {number}:", c, re.M))
+    stop = next((i for i, c in enumerate(cells) if i > start and re.search(r"^##? ", c, re.M)),
+                len(cells))
+    return " ".join(" ".join(cells[start:stop]).split())
+
+
+def test_the_notebook_never_points_students_to_the_kits_reference(source_nb):
+    """Students do not have sdpa_ref and may not import it (issue 26): no cell names it."""
+    for cell in source_nb.cells:
+        assert "sdpa_ref" not in cell.source, cell.id
+
+
+def test_exercise_3s_checks_are_described_as_the_grader_hands_them_matrices(source_nb):
+    """A NaN row is broken in both facts (its sum, and its future weights): the grader hands
+    it to both checks as broken, and each check still checks its own fact only (issue 26)."""
+    from autograder.suites import test_ex3
+    from autograder.variants import DEFAULT, variant_for
+
+    text = exercise_markdown(source_nb, 3)
+    assert "Each checks its own fact and nothing else." in text
+    assert ("A row of NaN (what a `-inf` fill gives a fully masked row) breaks both facts: its "
+            "sum is not 1, its weights above the diagonal are not 0.") in text
+    assert "passes neither" not in text
+    for variant in (DEFAULT, *(variant_for("ab" * 16, "sdpa", f"s{i}") for i in range(8))):
+        matrices = test_ex3.check_matrices(variant)
+        assert not any(np.isnan(attn).any() for attn, _ in matrices.correct)
+        for broken, other in ((matrices.rows_broken, matrices.future_broken),
+                              (matrices.future_broken, matrices.rows_broken)):
+            for attn, what in broken:
+                nan_rows = np.flatnonzero(np.isnan(attn).any(axis=-1))
+                if not nan_rows.size:
+                    continue
+                T = attn.shape[0]
+                assert np.isnan(attn[nan_rows]).all() and nan_rows.max() < T - 1, what
+                assert any(attn is twin for twin, _ in other), what  # handed to both
+
+
+def test_exercise_4_says_the_dtypes_the_grader_hands_it(source_nb):
+    from autograder.suites import test_ex4
+    from autograder.variants import DEFAULT
+
+    dtypes = {array.dtype.name for calls in test_ex4.reference_inputs(DEFAULT).values()
+              for call in calls for array in call[:3]}
+    assert dtypes == {"float32", "float64"}
+    assert "`Q`, `K` and `V` are float64 or float32 arrays" in exercise_markdown(source_nb, 4)
+
+
+# --- the lab's length (issue 26): exercises 1-3 fit one 90-minute session ------------------
+
+# Words of prose a 90-minute lab can hold: every markdown cell before Exercise 4, the written
+# answer's model answer and mark scheme included, and Exercise 2's section (its heading to the
+# next section) among them. Measured as issue 26 measured the 3,269 words it found.
+LAB_PROSE_WORDS = 2_000
+EX2_SECTION_WORDS = 450
+SHORT_PARAGRAPH_LINES = 3  # "How this notebook works" and "Your numbers", as the source has them
+
+
+def markdown_cells(text: str) -> list[str]:
+    """The markdown cells of a jupytext py:percent source, in order, as the notebook has them."""
+    import jupytext
+
+    return [cell.source for cell in jupytext.reads(text, fmt="py:percent").cells
+            if cell.cell_type == "markdown"]
+
+
+def prose_words(markdown: str) -> int:
+    """Words a reader meets: whitespace-separated tokens, nbgrader's solution markers left out."""
+    return sum(len(line.split()) for line in markdown.splitlines()
+               if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+
+
+def lab_prose(text: str) -> tuple[list[str], list[str]]:
+    """(the markdown cells before Exercise 4, those of Exercise 2's section)."""
+    cells = markdown_cells(text)
+    heading = [next(i for i, c in enumerate(cells) if re.search(rf"^## Exercise {n}:", c, re.M))
+               for n in (2, 4)]
+    after_ex2 = next(i for i, c in enumerate(cells) if i > heading[0]
+                     and re.search(r"^##? (?!Exercise 2:)", c, re.M))
+    return cells[:heading[1]], cells[heading[0]:after_ex2]
+
+
+def test_prose_is_measured_the_way_issue_26_measured_it():
+    """The counter, on a small source, counts what a reader reads (and the markers not)."""
+    text = ("# %% [markdown]\n# # Title\n#\n# one two\n\n# %%\nx = 1  # code is not prose\n\n"
+            "# %% [markdown]\n# ---\n# ## Exercise 2: e\n\n"
+            "# %% [markdown]\n# ### BEGIN SOLUTION\n# a b c\n# ### END SOLUTION\n\n"
+            "# %% [markdown]\n# ## 3. Next\n#\n# d\n\n"
+            "# %% [markdown]\n# ---\n# ## Exercise 4: f\n# g h\n")
+    before, ex2 = lab_prose(text)
+    assert [prose_words(c) for c in before] == [4, 5, 3, 4]  # headings' marks count, as issue 26's
+    assert sum(prose_words(c) for c in ex2) == 8
+
+
+def test_the_core_lab_fits_one_session():
+    text = text_source_path(REPO).read_text()
+    before, ex2 = lab_prose(text)
+    lab_words = sum(prose_words(c) for c in before)
+    ex2_words = sum(prose_words(c) for c in ex2)
+    assert lab_words <= LAB_PROSE_WORDS, f"{lab_words} words of prose before Exercise 4"
+    assert ex2_words <= EX2_SECTION_WORDS, f"{ex2_words} words in Exercise 2's section"
+    assert any("Model answer" in c for c in ex2)  # the mark scheme is counted with its section
+    for opening in ("**How this notebook works.**", "## Your numbers"):
+        [cell] = [c for c in before if opening in c]
+        paragraph = cell[cell.index(opening):].split("\n\n")
+        body = paragraph[1] if opening.startswith("#") else paragraph[0]
+        assert len(body.splitlines()) <= SHORT_PARAGRAPH_LINES, (opening, body)
+
+
+LAB_MINUTES = {1: 20, 2: 30, 3: 40}  # each part, its lesson and exercise together
+TAKE_HOME = "45 to 90 minutes"  # Exercise 4, after the lab
+
+
+def test_the_notebook_and_the_readme_say_how_long_each_part_takes():
+    assert sum(LAB_MINUTES.values()) == 90
+    intro = " ".join(markdown_cells(text_source_path(REPO).read_text())[0].split())
+    readme = (REPO / "README.md").read_text()
+    students = " ".join(readme[readme.index("## For students"):
+                               readme.index("## For self-learners")].split())
+    assert "This lab takes 90 minutes" in intro and "one 90-minute lab" in students
+    for number, minutes in LAB_MINUTES.items():
+        assert re.search(rf"\(\*\*Exercise {number}\*\*, [^)]*, {minutes} minutes\)", intro)
+    assert ("Exercise 1 about 20 minutes, Exercise 2 about 30, Exercise 3 about 40"
+            in students)
+    assert "take-home extension" in intro and TAKE_HOME in intro
+    assert "take-home extension" in students and TAKE_HOME in students
 
 
 @pytest.mark.slow

@@ -231,6 +231,25 @@ def test_warnings_never_turn_into_failures(run):
     assert "careful" in sandbox.output
 
 
+def test_a_warning_is_told_under_the_cell_or_call_that_was_running_when_it_was_raised(run):
+    """A wrong mask makes the student's softmax warn while their attention runs: the warning
+    belongs to the cell or the grader's call that ran, not to the softmax cell (issue 26)."""
+    sandbox = run("import warnings\nimport numpy as np\nwarnings.simplefilter('always')\n"
+                  "def softmax(z):\n    shifted = z - z.max()\n    return np.exp(shifted)",
+                  "def attention(scores):\n    return softmax(scores)",
+                  "attention(np.array([-np.inf, -np.inf]))\nwarnings.warn('careful')")
+    assert statuses(sandbox) == ["ok", "ok", "ok"]
+    assert [outcome.output for outcome in sandbox.outcomes[:2]] == ["", ""]
+    assert sandbox.outcomes[2].output.splitlines() == [
+        "RuntimeWarning while cell 3 ran: invalid value encountered in subtract (raised in "
+        "softmax at line 5 of cell 1)",
+        "UserWarning while cell 3 ran: careful (raised at line 2)"]
+    sandbox.call("attention", np.array([-np.inf, -np.inf]))
+    assert sandbox.last_output == (
+        "RuntimeWarning while the grader called attention: invalid value encountered in "
+        "subtract (raised in softmax at line 5 of cell 1)\n")
+
+
 def test_magics_are_ignored_timing_magics_run_their_code_and_shell_is_refused(run):
     sandbox = run("get_ipython().run_line_magic('matplotlib', 'inline')\n"
                   "get_ipython().system('touch /tmp/shell-ran')\n"

@@ -95,7 +95,10 @@ root without CAP_SYS_ADMIN, e.g. in a container; see `isolation` and `rootfs`):
   even if the finder is taken out; both record the attempt (`forbidden_imports`);
 - magics: `get_ipython()` is a stub: line and cell magics are ignored (%time, %%time, %timeit,
   %%capture still run their code once), shell commands (`!cmd`) are refused with a note on
-  stderr; `plt.show()` does nothing.
+  stderr; `plt.show()` does nothing;
+- warnings: each is printed under what was running when it was raised, the cell or the
+  grader's call, then where it was raised ("RuntimeWarning while the grader called attention:
+  ... (raised in softmax at line 5 of cell 4)"), never as the line that holds it alone.
 
 Refusal. Where the kernel refuses these namespaces (user namespaces disabled), a pool raises
 `IsolationUnavailable` when it starts, saying what to do; it never degrades on

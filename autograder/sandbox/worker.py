@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 
 from . import codec
 from .blocker import ImportBlocker, is_refusal
@@ -122,6 +123,7 @@ class Worker:
         self.cell_files: dict[str, int] = {}  # filename -> line offset
         self.student_running = False
         self.interrupted = False
+        self.running = ""  # what runs now, as a warning names it: "cell 7 (ex3_x) ran"
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -144,6 +146,7 @@ class Worker:
 
     def serve(self) -> None:
         signal.signal(signal.SIGINT, self._on_sigint)
+        warnings.showwarning = self._show_warning
         # Init of a PID namespace ignores SIGXCPU by default: exit at the soft CPU limit.
         signal.signal(signal.SIGXCPU, _exit_at_cpu_limit)
         while True:
@@ -184,6 +187,37 @@ class Worker:
         argument, bound when the class was made: patching this module's names does not
         reach it (`_peak_tracer`)."""
         return tracing_peak(lambda: self._student(function, *args, **kwargs))
+
+    # -- warnings ---------------------------------------------------------------------------
+
+    def _show_warning(self, message, category, filename, lineno, file=None, line=None):
+        """Print a warning under what was running when it was raised (a cell, or the grader's
+        call of a function), then where it was raised: a warning a wrong mask raises inside
+        the student's softmax, while their attention cell or the grader's call of attention
+        runs, belongs to that cell or call, not to the softmax cell that holds the line."""
+        try:
+            text = _warning_text(message, category, self.running or "the notebook ran",
+                                 self._raised_at(filename, lineno))
+            (file if file is not None else sys.stderr).write(text + "\n")
+        except Exception:  # noqa: BLE001 - a stream the student closed or replaced: not shown
+            pass
+
+    def _raised_at(self, filename: str, lineno: int) -> str:
+        """Where a warning was raised: "in softmax at line 6 of cell 4 (ex2_softmax)"; no
+        function at a cell's top level, no cell when it is the running one or a .py file's
+        statement (whose line numbers are the file's)."""
+        label = filename[1:-1] if filename in self.cell_files else os.path.basename(filename)
+        frame = sys._getframe(1)
+        while frame is not None and (frame.f_code.co_filename, frame.f_lineno) != (filename,
+                                                                                   lineno):
+            frame = frame.f_back
+        function = frame.f_code.co_name if frame is not None else "<module>"
+        where = f"at line {lineno}"
+        if not function.startswith("<"):
+            where = f"in {function} {where}"
+        if not (self.running.startswith(label + " ") or label.startswith("line ")):
+            where += f" of {label}"
+        return where
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -246,8 +280,13 @@ class Worker:
             return {"ok": False, "kind": "syntax", "type": type(exc).__name__,
                     "message": _short(str(exc)), "line": first_line, "label": label}, b""
         self.cell_files[filename] = first_line
-        self._student(exec, code, self.namespace)
-        pngs = self._student(_open_figures_as_png)
+        self.running = (f"the code at {label} ran" if label.startswith("line ")  # a .py file
+                        else f"{label} ran")
+        try:
+            self._student(exec, code, self.namespace)
+            pngs = self._student(_open_figures_as_png)
+        finally:
+            self.running = ""
         spans, offset = [], 0
         for png in pngs:
             spans.append([offset, len(png)])
@@ -272,10 +311,14 @@ class Worker:
             return {"ok": False, "kind": "missing", "name": name}, b""
         args, kwargs = codec.decode(request["args"], blob, readonly=bool(request["readonly"]))
         function = self.namespace[name]
-        if request.get("trace_memory"):
-            result, peak = self._measured(function, args, kwargs)
-        else:
-            result, peak = self._student(function, *args, **kwargs), None
+        self.running = f"the grader called {name}"
+        try:
+            if request.get("trace_memory"):
+                result, peak = self._measured(function, args, kwargs)
+            else:
+                result, peak = self._student(function, *args, **kwargs), None
+        finally:
+            self.running = ""
         doc, result_blob, problem = self._encode(result, f"{name} returned")
         if problem:
             return {"ok": False, "kind": "unsupported", "message": problem}, b""
@@ -291,6 +334,13 @@ class Worker:
             reply["inputs"] = _shift_offsets(inputs, shifted)
             result_blob = bytes(result_blob) + bytes(inputs_blob)
         return reply, result_blob
+
+
+def _warning_text(message, category, running: str, raised_at: str) -> str:
+    """`RuntimeWarning while cell 9 (ex3_attention) ran: invalid value encountered in
+    subtract (raised in softmax at line 6 of cell 4 (ex2_softmax))`, on one bounded line."""
+    name = getattr(category, "__name__", "Warning")
+    return _short(f"{name} while {running}: {message} (raised {raised_at})")
 
 
 def _open_figures_as_png() -> list[bytes]:

@@ -14,26 +14,24 @@
 # %% [markdown]
 # # Scaled dot-product attention
 #
-# Attention is the operation at the heart of the Transformer (Vaswani et al., 2017). Earlier
-# encoder-decoder models (Bahdanau attention) already built a context vector as a weighted sum
-# of encoder states; the Transformer turns this into one general operation, *scaled dot-product
-# attention*, that any sequence can also apply to itself.
+# The Transformer (Vaswani et al., 2017) turns the attention of earlier encoder-decoder models
+# (Bahdanau attention) into one general operation, *scaled dot-product attention*, that any
+# sequence can also apply to itself.
 #
-# In this notebook you will
+# This lab takes 90 minutes, each part's lesson and exercise together:
 #
-# 1. compute attention by hand for one query and two keys (**Exercise 1**, 3 points),
-# 2. see why the scores are divided by $\sqrt{d_k}$, in numbers and in gradients
-#    (**Exercise 2**, 6 points + 2 points for a written answer),
-# 3. implement attention with a causal mask, write two checks of the weights it produces, and
-#    look at them (**Exercise 3**, 11 points),
-# 4. optionally, compute attention block by block without ever building the weight matrix
-#    (**Exercise 4**, up to 4 points of extra credit, which can only add to your grade).
+# 1. attention by hand for one query and two keys (**Exercise 1**, 3 points, 20 minutes);
+# 2. why the scores are divided by $\sqrt{d_k}$, in numbers and in gradients (**Exercise 2**,
+#    6 points + 2 for a written answer, 30 minutes);
+# 3. attention with a causal mask, and two checks of its weights (**Exercise 3**, 11 points,
+#    40 minutes).
 #
-# **How this notebook works.** Write your answers in the cells that say `YOUR CODE HERE` or
-# `YOUR ANSWER HERE`. After each part there is a *self-check* cell: run it for a quick,
-# friendly first look at your answer (its code is folded away: click the `...` bar to read
-# it). The self-checks are deliberately incomplete: more tests run when your work is graded. *Run All* works at any time; parts you have not done yet are
-# reported as "not answered yet" or "not written yet".
+# **Exercise 4**, blockwise attention, is a take-home extension after the lab (45 to 90
+# minutes, up to 4 points of extra credit).
+#
+# **How this notebook works.** Answer where a cell says `YOUR CODE HERE` or `YOUR ANSWER HERE`;
+# the *self-check* cell after each answer gives a first look (more tests run when your work is
+# graded). *Run All* works at any time: parts not done say "not answered yet" or "not written yet".
 #
 # You only need numpy (and matplotlib for one picture).
 
@@ -103,13 +101,9 @@ def _is_text(raw):
 # %% [markdown]
 # ## Your numbers
 #
-# In a course, every student works Exercises 1 and 2 with numbers of their own, worked out from
-# their student id; without an id (or in a copy of this notebook outside a course) they are the
-# lesson's own numbers, the *default variant*. The notebook finds your id by itself on
-# JupyterHub and through nbgrader's exchange. Anywhere else (a notebook you downloaded, say),
-# type your course id between the quotes below, once, and run the two cells. Your work is
-# always graded with the numbers of the id it is handed in under, so check that the id shown
-# is yours.
+# In a course, Exercises 1 and 2 use numbers worked out from your student id (outside a course, the
+# lesson's own: the *default variant*). JupyterHub and nbgrader's exchange give your id; elsewhere,
+# type it below and run both cells. You are graded with the id you hand in under: check it is yours.
 
 # %%
 STUDENT_ID = ""  # your course id between the quotes, e.g. "jdoe" (leave "" on JupyterHub)
@@ -242,51 +236,41 @@ print("  Exercise 2:", _numbers_text("ex2"))
 # %% [markdown]
 # ## 1. Attention as a soft lookup table
 #
-# Think of a dictionary: a table of *keys*, each with a *value*, and a *query* to look up. A
-# dictionary returns the value of the one key that equals the query. Attention is a soft
-# version of that lookup: it compares the query with **every** key, turns the match scores
-# into weights that are positive and sum to one, and returns the **weighted sum of all the
-# values**. Keys that match the query well contribute most of the answer.
+# A dictionary returns the value of the one key that equals the query. Attention is a soft
+# lookup: it compares the query with **every** key, turns the match scores into weights that are
+# positive and sum to one, and returns the **weighted sum of all the values**.
 #
-# With $n$ queries, $m$ keys and $m$ values stacked as matrices,
+# With $n$ queries, $m$ keys and $m$ values stacked as matrices
+# $Q \in \mathbb{R}^{n \times d_k}$, $K \in \mathbb{R}^{m \times d_k}$ and
+# $V \in \mathbb{R}^{m \times d_v}$, attention takes four steps:
 #
-# $$Q \in \mathbb{R}^{n \times d_k}, \qquad K \in \mathbb{R}^{m \times d_k}, \qquad
-#   V \in \mathbb{R}^{m \times d_v},$$
-#
-# attention takes four steps:
-#
-# 1. **Scores.** $S = Q K^\top \in \mathbb{R}^{n \times m}$: one dot product per
-#    (query, key) pair, row $i$ for query $i$, column $j$ for key $j$.
-# 2. **Scale.** Divide by $\sqrt{d_k}$ (section 2 explains why).
-# 3. **Normalise.** Apply the softmax to each row, over the keys:
-#    $A = \mathrm{softmax}\!\left(S / \sqrt{d_k}\right)$, so that every row of
-#    $A \in \mathbb{R}^{n \times m}$ sums to 1.
-# 4. **Mix.** Return $A V \in \mathbb{R}^{n \times d_v}$: each query receives its own
-#    weighted average of the value vectors.
+# 1. **Scores.** $S = Q K^\top \in \mathbb{R}^{n \times m}$, one per (query, key) pair.
+# 2. **Scale.** Divide by $\sqrt{d_k}$ (section 2 says why).
+# 3. **Normalise.** Softmax each row: $A = \mathrm{softmax}(S / \sqrt{d_k})$, every row
+#    summing to 1.
+# 4. **Mix.** Return $A V \in \mathbb{R}^{n \times d_v}$: each query's weighted average of the
+#    values.
 #
 # $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
 #
-# Keys and queries must share the dimension $d_k$ (they are compared by a dot product), but the
-# values may have another dimension $d_v$, and the number of queries $n$ need not equal the
-# number of keys $m$.
+# Queries and keys share $d_k$ (they meet in a dot product); $d_v$ may differ, and so may $n$
+# and $m$.
 
 # %% [markdown]
 # ---
 # ## Exercise 1: attention by hand (3 points)
 #
-# One query $q$ attends to two keys $k_1$ and $k_2$, whose values are $v_1$ and $v_2$; the head
-# dimension $d_k$ is the length of $q$. Your numbers are printed below (and kept in `EX1`); the
-# lesson's own are $q = (1, 0)$, $k_1 = (1, 0)$, $k_2 = (0, 1)$, $v_1 = (1, 0)$, $v_2 = (0, 1)$
-# and $d_k = 2$.
-#
-# With pen and paper (or a calculator), compute
+# One query $q$ attends to two keys $k_1$ and $k_2$, whose values are $v_1$ and $v_2$; $d_k$ is
+# the length of $q$. Your numbers are printed below (and kept in `EX1`); the lesson's are
+# $q = (1, 0)$, $k_1 = (1, 0)$, $k_2 = (0, 1)$, $v_1 = (1, 0)$, $v_2 = (0, 1)$ and $d_k = 2$.
+# By hand (or with a calculator), compute
 #
 # * `ex1_scores`: the two scaled scores $q \cdot k_i / \sqrt{d_k}$,
-# * `ex1_weights`: the softmax of those two scores,
+# * `ex1_weights`: their softmax,
 # * `ex1_output`: the output vector $w_1 v_1 + w_2 v_2$.
 #
-# Write **numbers**, not code: each answer is a pair such as `(0.25, 0.75)`. Three decimals
-# are enough, rounded or cut (for 2/3, both 0.667 and 0.666 count).
+# Write **numbers**, not code: pairs such as `(0.25, 0.75)`, to three decimals, rounded or cut
+# (for 2/3, both 0.667 and 0.666 count).
 
 # %% nbgrader={"grade": false, "grade_id": "ex1_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 print("Your numbers:", _numbers_text("ex1"))
@@ -391,17 +375,12 @@ print("Exercise 1 is graded when you submit; the self-check above is only a firs
 # %% [markdown]
 # ## 2. Why divide by $\sqrt{d_k}$?
 #
-# Suppose the components of a query $q$ and a key $k$ are independent, with mean 0 and
-# variance 1. Their dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of $d_k$
-# independent terms, each with mean 0 and variance 1, so it has mean 0 and **variance
-# $d_k$**: its standard deviation grows like $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the
-# scores back to unit variance, whatever the head dimension. The cell below checks this by
-# sampling.
-#
-# The assumption is about **initialisation**: freshly initialised projections give queries and
-# keys with roughly unit-variance components. Training is free to change their scale later; the
-# fixed factor $1/\sqrt{d_k}$ makes sure that learning *starts* with soft attention, whatever
-# $d_k$ is.
+# If the components of $q$ and $k$ are independent, with mean 0 and variance 1, then
+# $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ has mean 0 and **variance $d_k$**: its standard deviation
+# grows like $\sqrt{d_k}$, and dividing by $\sqrt{d_k}$ brings the scores back to unit variance (the
+# cell below checks this by sampling). The assumption is about **initialisation**: training may
+# change the scale later, but the fixed factor makes learning *start* with soft attention,
+# whatever $d_k$ is.
 
 # %% tags=["demo"] nbgrader={"grade": false, "grade_id": "demo_score_spread", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _show_score_spread(samples=2_000):
@@ -418,41 +397,33 @@ def _show_score_spread(samples=2_000):
 _show_score_spread()
 
 # %% [markdown]
-# Why does the size of the scores matter? The softmax only cares about *differences* between
-# scores, and large differences drive it towards a one-hot vector: nearly all the weight goes
-# to the top score. In that *saturated* regime the softmax is almost flat, so its gradients
-# are tiny, and not only the losing keys' ones. With two keys,
+# Large gaps between scores drive the softmax towards a one-hot vector, where it is *saturated*:
+# almost flat, so its gradients are tiny. With two keys,
 #
 # $$\frac{\partial w_1}{\partial s_1} = \frac{\partial w_2}{\partial s_2} = w_1 w_2, \qquad
 #   \frac{\partial w_1}{\partial s_2} = \frac{\partial w_2}{\partial s_1} = -w_1 w_2,$$
 #
-# so when $w_1 \approx 1$ and $w_2 \approx 0$ every one of these derivatives is tiny: the
-# winning key's score, the losing key's score, and the query that produced both scores all get
-# almost no gradient. Saturation starves the winner and the query just as much as the loser.
+# so when $w_1 \approx 1$ and $w_2 \approx 0$ all of them are tiny: saturation starves the winner
+# and the query just as much as the loser.
 #
-# Put numbers on it with $d_k = 64$, a typical head dimension, where the scores have standard
-# deviation $\sqrt{64} = 8$. Take two keys whose raw scores differ by one standard deviation,
-# a gap of 8, and change nothing else:
+# In numbers: at $d_k = 64$, a typical head dimension, the scores' standard deviation is
+# $\sqrt{64} = 8$. Take two keys whose raw scores differ by one standard deviation, 8:
 #
-# * **Unscaled**, $\mathrm{softmax}(8, 0)$ gives the larger key weight **0.9997**. The
-#   smaller key gets 0.0003: one-hot in all but name, and every gradient through this softmax
-#   is starved ($w_1 w_2 \approx 0.0003$).
-# * **Scaled** by $1/\sqrt{64} = 1/8$, the gap becomes 1 and $\mathrm{softmax}(1, 0)$ gives
-#   the larger key **0.731**. The attention stays soft and both keys receive gradient.
+# * **Unscaled**, $\mathrm{softmax}(8, 0)$ gives the larger key **0.9997** and the smaller
+#   0.0003: one-hot in all but name, every gradient starved ($w_1 w_2 \approx 0.0003$).
+# * **Scaled** by $1/\sqrt{64} = 1/8$, the gap is 1 and $\mathrm{softmax}(1, 0)$ gives the
+#   larger key **0.731**: soft, and both keys receive gradient.
 #
-# At two standard deviations (a raw gap of 16, or 2 after scaling) the unscaled softmax is
-# even more saturated ($\approx 1.0000$) while the scaled one is still soft (**0.881**).
-# Scaling never changes *which* key wins; it decides whether the losing key is heard at all.
+# At two standard deviations (16 raw, 2 scaled), unscaled gives $\approx 1.0000$, scaled
+# **0.881**. Scaling never changes *which* key wins; it decides whether the loser is heard at all.
 
 # %% [markdown]
 # ---
 # ## Exercise 2: scaled vs unscaled softmax (6 points + 2 points written)
 #
-# **(a)** Write `softmax(z)`: the softmax along the **last axis** of `z`, for a 1-D array
-# (one row of scores) and for a 2-D array (one row of scores per query, each row normalised on
-# its own). It must be *numerically stable*: `np.exp(1000.0)` overflows to `inf`, so subtract
-# each row's largest score before exponentiating (this leaves the softmax unchanged, why?).
-# Do not modify `z`.
+# **(a)** Write `softmax(z)`: the softmax along the **last axis** of a 1-D or 2-D array `z` (each
+# row normalised on its own). Make it *numerically stable*: `np.exp(1000.0)` overflows to `inf`,
+# so subtract each row's largest score first (why is the softmax unchanged?). Do not modify `z`.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_softmax", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def softmax(z):
@@ -521,23 +492,18 @@ def _ex2_softmax_problems():
 _report("Exercise 2(a)", _ex2_softmax_problems())
 
 # %% [markdown]
-# **(b)** Two keys have raw scores that differ by a gap $g$ (say $g$ and 0), with head dimension
-# $d_k$. Your $g$ and $d_k$ are printed below (and kept in `EX2`); the lesson's are the worked
-# example above, $g = 8$ and $d_k = 64$. Using your `softmax`, compute
+# **(b)** Two keys have raw scores $g$ and 0, with head dimension $d_k$: yours are printed below
+# (and kept in `EX2`); the lesson's are $g = 8$, $d_k = 64$. With your `softmax`, compute
 #
-# * `p_unscaled`: the weight on the **larger** key with no scaling,
-# * `p_scaled`: the same weight after dividing the scores by $\sqrt{d_k}$,
-# * `grad_unscaled`: the derivative of the **smaller** key's weight with respect to **its own**
-#   score, $\partial w_2 / \partial s_2$, in the unscaled case,
-# * `grad_scaled`: the same derivative in the scaled case (take it with respect to the scaled
-#   score that goes into the softmax).
+# * `p_unscaled`: the **larger** key's weight, unscaled;
+# * `p_scaled`: the same after dividing the scores by $\sqrt{d_k}$;
+# * `grad_unscaled`: $\partial w_2 / \partial s_2$, the slope of the **smaller** key's weight in
+#   **its own** score, unscaled;
+# * `grad_scaled`: the same, in the scaled score.
 #
-# Each answer is one number; you may write it directly or compute it with code. Three
-# significant figures are enough (rounded or cut), but compute each gradient from the
-# **unrounded** weight: with the lesson's numbers, rounding the weight to 0.9997 first puts
-# `grad_unscaled` 10% off.
-# Hint for the gradients: differentiate $w_2 = e^{s_2} / (e^{s_1} + e^{s_2})$ with respect to
-# $s_2$ and write the result in terms of $w_2$.
+# One number each, to three significant figures (rounded or cut). Take each gradient from the
+# **unrounded** weight: rounding the lesson's to 0.9997 first puts `grad_unscaled` 10% off.
+# Hint: write $\partial w_2 / \partial s_2$ in terms of $w_2$.
 
 # %% nbgrader={"grade": false, "grade_id": "ex2_given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 print("Your numbers:", _numbers_text("ex2"))
@@ -667,49 +633,27 @@ def _ex2_number_problems():
 _report("Exercise 2(b)", _ex2_number_problems())
 
 # %% [markdown]
-# **(c)** In two or three sentences: why does dividing the scores by $\sqrt{d_k}$ keep
-# gradient flowing to the smaller key? Use your numbers from (b). *(2 points, graded by hand.)*
+# **(c)** In two or three sentences, with your numbers from (b): why does dividing by
+# $\sqrt{d_k}$ keep gradient flowing to the smaller key? *(2 points, graded by hand.)*
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex2_explain", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# **Model answer** (with the lesson's numbers, a gap of 8 and $d_k = 64$; a student's own
-# numbers differ, and `sdpa-course variant STUDENT` prints them with their expected answers).
-# Without scaling, a gap of 8 between the scores saturates the softmax: the
-# larger key takes 0.9997 of the weight, and the smaller key's weight barely reacts to its own
-# score (its slope is $w(1-w) \approx 0.000335$ with $w \approx 0.0003$), so almost no gradient
-# reaches it and it cannot learn to matter. Dividing by $\sqrt{d_k} = 8$ shrinks the gap to 1,
-# where the softmax is still soft (0.731 against 0.269) and the slope is about 0.197: 586 times
-# larger, with respect to the scaled score that goes into the softmax. The gradient that
-# reaches the raw score $q \cdot k$, and through it $W_Q$ and $W_K$, carries the scale's further
-# factor $1/8$: 0.0246 against 0.000335, still about 73 times larger. Either way both keys keep
-# receiving gradient. The ranking of the keys is unchanged; only the saturation goes away.
+# **Model answer** (the lesson's numbers; `sdpa-course variant STUDENT` prints a student's own).
+# Unscaled, the gap of 8 saturates the softmax: the larger key takes 0.9997, and the smaller
+# key's weight barely reacts to its own score (slope $w(1-w) \approx 0.000335$), so almost no
+# gradient reaches it. Divided by $\sqrt{d_k} = 8$ the gap is 1, the softmax stays soft (0.731)
+# and the slope is 0.197, 586 times larger; at the raw score $q \cdot k$ (a further $1/8$: 0.0246)
+# still 73 times. The ranking is unchanged; only the saturation goes.
 #
 # **Mark scheme (2 points).** Whole points only; read the answer for these two ideas:
 # (i) *saturation*: unscaled, the gap of 8 makes the softmax nearly one-hot (0.9997), and
 # (ii) *gradient*: where it is saturated the smaller key's weight has a near-zero slope
 # ($w(1-w) \approx 0.0003$), while scaled (gap 1, 0.731) the slope is hundreds of times larger.
 #
-# * **2 points**: both (i) and (ii), linked: saturation is *why* the gradient vanishes, and
-#   scaling removes the saturation. Numbers are welcome but not required if the two slopes
-#   are compared in words.
-# * **1 point**: only one of them: saturation (one-hot, "the other key is ignored") with
-#   nothing about the gradient, or "the gradient is larger when scaled" with no reason given.
-# * **0 points**: neither, e.g. "scaling makes the numbers smaller" with no link to saturation
-#   or to the gradient. **"Scaling prevents overflow" earns nothing**: overflow of `exp` is
-#   prevented by subtracting each row's maximum (Exercise 2(a)); a gap of 8 overflows nothing.
-#
-# Three sample answers and their marks:
-#
-# * *"Unscaled, softmax(8, 0) = (0.9997, 0.0003): the softmax is saturated, and the slope
-#   w(1 - w) of the small key's weight is about 0.0003, so almost no gradient reaches it.
-#   Divided by 8 the gap is 1, softmax(1, 0) = (0.731, 0.269), and the slope is 0.197, about
-#   600 times more, so the small key keeps learning."* **2 points**: (i) and (ii), linked.
-# * *"Without scaling the big key gets 0.9997 of the weight, so attention is basically one-hot
-#   and the other key is ignored. With scaling it gets 0.731, so both keys are used."*
-#   **1 point**: saturation (i), but nothing about the gradient (ii).
-# * *"Dividing by sqrt(d_k) keeps the scores small so that exp does not overflow and the
-#   gradients do not explode."* **0 points**: overflow is the max subtraction's job, and the
-#   problem is gradients that vanish, not explode.
+# * **2 points**: (i) and (ii), linked: saturation is *why* the gradient vanishes.
+# * **1 point**: one only, e.g. *"unscaled, the other key is ignored"*, nothing on the gradient.
+# * **0 points**: neither. **"Scaling prevents overflow" earns nothing**: subtracting the row's
+#   maximum (2(a)) does that; a gap of 8 overflows nothing. Nor do gradients "explode": they vanish.
 # ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_autograded", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
@@ -720,42 +664,26 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 # %% [markdown]
 # ## 3. Self-attention
 #
-# Nothing above required queries, keys and values to come from different places. In
-# **self-attention** they are all computed from the same sequence $X \in \mathbb{R}^{T \times d}$
-# ($T$ tokens, one $d$-dimensional embedding each) through three learned projections:
-#
-# $$Q = X W_Q, \qquad K = X W_K, \qquad V = X W_V, \qquad
-#   W_Q, W_K \in \mathbb{R}^{d \times d_k}, \; W_V \in \mathbb{R}^{d \times d_v}.$$
-#
-# Every position then attends to every position of the same sequence: output row $t$ is a
-# weighted average of all $T$ value vectors, weighted by how relevant each key position is to
-# the query at position $t$. Here $n = m = T$ and the weight matrix is $T \times T$.
+# In **self-attention** the queries, keys and values all come from one sequence
+# $X \in \mathbb{R}^{T \times d}$ ($T$ tokens) through learned projections, $Q = X W_Q$,
+# $K = X W_K$, $V = X W_V$ with $W_Q, W_K \in \mathbb{R}^{d \times d_k}$ and
+# $W_V \in \mathbb{R}^{d \times d_v}$. Every position attends to every position of the same
+# sequence: $n = m = T$.
 #
 # ## 4. Causal masking
 #
-# A language model that predicts the next token must not peek at it: when it builds position
-# $t$, positions $j > t$ (the future) are off limits. A **causal mask** enforces this by setting
-# the scores of the future positions to $-\infty$ *before* the softmax:
+# A language model that predicts the next token must not see it: position $t$ may not attend to
+# positions $j > t$. A **causal mask** sets their scores to $-\infty$ *before* the softmax; as
+# $e^{-\infty} = 0$, the future gets exactly zero weight and each row still sums to 1. (Zeroing
+# weights *after* the softmax breaks the row sums; a score of 0 still gives the future weight.)
 #
-# $$\tilde S_{tj} = \begin{cases} S_{tj} / \sqrt{d_k} & j \le t \\ -\infty & j > t
-#   \end{cases}$$
+# Here a mask is a boolean $(n, m)$ array in which **`True` means "masked out"**; the causal mask
+# is `True` strictly above the diagonal (a position always sees itself).
 #
-# Since $e^{-\infty} = 0$, the softmax gives the future exactly zero weight, and the remaining
-# weights of each row still sum to 1. (Zeroing the weights *after* the softmax would leave rows
-# that no longer sum to 1; setting the scores to 0 instead of $-\infty$ would still give the
-# future some weight.)
-#
-# In this kit a mask is a boolean array of shape $(n, m)$ in which **`True` means "masked out"**.
-# The causal mask is `True` strictly above the diagonal: position $t$ may always attend to
-# itself.
-#
-# **Careful: other code uses the opposite convention.** PyTorch's
-# `torch.nn.functional.scaled_dot_product_attention` reads a boolean `attn_mask` as
-# `True` = *may attend*, and the Annotated Transformer writes
-# `scores.masked_fill(mask == 0, -1e9)`, so its 1s are the keys kept. Both kinds of mask are
-# boolean arrays of the same shape, so handing one library's mask to the other raises nothing
-# and silently inverts it. Invert it yourself (`~mask`) when you move between them; the kit's
-# reference does exactly this in `sdpa_ref.to_torch_mask`.
+# **Careful:** PyTorch's `torch.nn.functional.scaled_dot_product_attention` reads a boolean
+# `attn_mask` as `True` = *may attend*, and the Annotated Transformer's
+# `scores.masked_fill(mask == 0, -1e9)` keeps the 1s. Handing one convention's mask to the other
+# raises nothing and silently inverts it: invert it yourself (`~mask`).
 
 # %% [markdown]
 # ---
@@ -764,18 +692,13 @@ print("Exercise 2 is graded when you submit; the self-checks above are only a fi
 # **(a)** Write `attention(Q, K, V, mask=None)` returning the pair `(out, attn)`:
 #
 # * `Q` has shape `(n, d_k)`, `K` has shape `(m, d_k)`, `V` has shape `(m, d_v)`;
-# * `mask` is `None` (nothing masked) or a boolean array of shape `(n, m)`, `True` = masked out;
-# * `attn` is the `(n, m)` matrix of weights (each row sums to 1, masked entries are 0) and
-#   `out` is the `(n, d_v)` matrix of outputs.
+# * `mask` is `None` (nothing masked) or a boolean `(n, m)` array, `True` = masked out;
+# * `attn` is the `(n, m)` weights (rows sum to 1, masked entries 0), `out` the `(n, d_v)` outputs.
 #
-# $n$ may differ from $m$, and $d_k$ from $d_v$. Do not modify `Q`, `K`, `V` or `mask`. You may
-# use your `softmax` from Exercise 2. (Rows in which every key is masked are not part of this
-# exercise, but padding masks make them real, and implementations disagree on them: a `-inf`
-# fill gives NaN, since every score of the row is $-\infty$; the kit's reference returns zero
-# weights; a `-1e9` fill, as in the lesson, spreads the weight uniformly over the masked keys.)
-#
-# In (c) you will write checks for the two structural facts of a causal example: every row of
-# `attn` sums to 1, and the strict upper triangle (the future) is exactly 0.
+# $n$ may differ from $m$, and $d_k$ from $d_v$. Do not modify the inputs; you may use your
+# `softmax`. (Rows with every key masked are not part of this exercise, and implementations
+# disagree on them: a `-inf` fill gives NaN, the kit's reference returns zero weights, and a
+# `-1e9` fill, as in the lesson, spreads the weight uniformly over the masked keys.)
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention(Q, K, V, mask=None):
@@ -969,9 +892,8 @@ def _ex3_large_score_problems(rng):
 _report("Exercise 3(a)", _ex3_attention_problems())
 
 # %% [markdown]
-# **(b)** Write `causal_mask(T)`: a boolean array of shape `(T, T)` that is `True` strictly
-# above the diagonal (key position $j$ later than query position $t$) and `False` elsewhere,
-# diagonal included.
+# **(b)** Write `causal_mask(T)`: a boolean `(T, T)` array, `True` strictly above the diagonal
+# (key $j$ later than query $t$) and `False` elsewhere, diagonal included.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_causal_mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def causal_mask(T):
@@ -1018,19 +940,19 @@ def _ex3_causal_mask_problems():
 _report("Exercise 3(b)", _ex3_causal_mask_problems())
 
 # %% [markdown]
-# **(c)** A test is code too, and it can be wrong. Write the two checks of a causal attention
-# matrix `attn` of shape `(T, T)` (row $t$: query position $t$; column $j$: key position $j$),
-# each returning `True` or `False`:
+# **(c)** A test is code too, and it can be wrong. Write two checks of a causal attention matrix
+# `attn` of shape `(T, T)` (row $t$: query $t$; column $j$: key $j$), each returning `True` or
+# `False`:
 #
-# * `rows_sum_to_one(attn)`: every row sums to 1, **up to floating-point rounding** (in
-#   float32 or float64);
-# * `future_is_zero(attn)`: every weight strictly above the diagonal (key $j$ later than query
-#   $t$) is **exactly** 0. The diagonal and everything below it may hold any weight.
+# * `rows_sum_to_one(attn)`: every row sums to 1, **up to floating-point rounding** (float32 or
+#   float64);
+# * `future_is_zero(attn)`: every weight strictly above the diagonal ($j > t$) is **exactly** 0;
+#   the diagonal and below may hold any weight.
 #
-# Each function checks its own fact and nothing else, and a matrix holding NaN passes neither.
-# Your checks are graded the way a test is graded: they are handed correct attention matrices
-# (float64 and float32) and broken ones, and each earns its point only if it passes every
-# correct matrix and fails every broken one.
+# Each checks its own fact and nothing else. A row of NaN (what a `-inf` fill gives a fully masked
+# row) breaks both facts: its sum is not 1, its weights above the diagonal are not 0. Each check
+# earns its point only if it passes every correct matrix it is handed (float64 and float32) and
+# fails every broken one.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_rows_sum_to_one", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def rows_sum_to_one(attn):
@@ -1159,8 +1081,8 @@ _report("Exercise 3(c)", _ex3_check_problems("rows_sum_to_one")
         + _ex3_check_problems("future_is_zero"))
 
 # %% [markdown]
-# With your three functions written, the cell below does what the lesson does: it runs your
-# `attention` on a random causal example and applies your two checks to the weights.
+# As the lesson does, the cell below runs your `attention` on a random causal example and
+# applies your two checks.
 
 # %% tags=["demo"] nbgrader={"grade": false, "grade_id": "ex3_verify", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _verify_causal_example():
@@ -1196,10 +1118,9 @@ print("Exercise 3 is graded when you submit; the self-checks above are only a fi
 # %% [markdown]
 # ### Looking at causal self-attention
 #
-# Once your `attention` and `causal_mask` work, the cell below runs causal self-attention on a
-# random sequence of $T = 8$ tokens and draws the weight matrix: row $t$ is query position $t$,
-# column $j$ is key position $j$. The upper triangle (the future) should be exactly zero (drawn
-# in grey), and the first token, which can only see itself, puts all its weight on itself.
+# The cell below draws your causal weights for $T = 8$ random tokens (row $t$: query $t$; column
+# $j$: key $j$). Above the diagonal, the future should be exactly zero (grey); the first token sees
+# only itself.
 
 # %% tags=["demo"] nbgrader={"grade": false, "grade_id": "ex3_heatmap", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import matplotlib.pyplot as plt  # here, not in setup: only this picture needs it
@@ -1247,14 +1168,9 @@ _draw_causal_attention()
 # %% [markdown]
 # ## 5. What attention costs
 #
-# For a sequence of length $T$:
-#
-# * the scores $Q K^\top$ take $O(T^2 d_k)$ operations: quadratic in the sequence length;
-# * the mix $A V$ takes another $O(T^2 d_v)$;
-# * in total $O(T^2 d)$ **time**, and $O(T^2)$ **memory** for the attention matrix itself.
-#
-# The memory is what bites first. One $T \times T$ matrix of 32-bit floats, for a single head
-# of a single sequence:
+# For a sequence of length $T$, the scores $Q K^\top$ take $O(T^2 d_k)$ operations and the mix
+# $A V$ another $O(T^2 d_v)$: $O(T^2 d)$ **time**, and $O(T^2)$ **memory** for the attention
+# matrix. Memory bites first. One float32 $T \times T$ matrix, for one head of one sequence:
 
 # %% tags=["demo"] nbgrader={"grade": false, "grade_id": "demo_attention_memory", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def _show_attention_memory():
@@ -1267,18 +1183,24 @@ def _show_attention_memory():
 _show_attention_memory()
 
 # %% [markdown]
-# This quadratic cost is the core limitation of standard attention. **FlashAttention** attacks
-# the memory side: it computes exactly the same output, but in tiles that fit in the GPU's fast
-# on-chip memory, keeping a running softmax so that the full $T \times T$ matrix is never
-# written out. The arithmetic is still $O(T^2 d)$; linear-attention variants change the
-# operation itself to avoid it.
+# **FlashAttention** computes the same output in tiles that fit in the GPU's fast on-chip memory,
+# with a running softmax, never writing out the $T \times T$ matrix; the arithmetic is still
+# $O(T^2 d)$. Linear-attention variants change the operation itself.
+#
+# **Next:** multi-head attention runs $h$ attention heads in parallel, each with its own
+# projections, so that different heads can attend to different representation subspaces.
+
+# %% [markdown]
+# ---
+# # Take-home extension: Exercise 4
+#
+# **The lab ends here.** Exercise 4 is optional, for after the session (45 to 90 minutes). It
+# earns **extra credit**, added on top of your grade: it never lowers it, and leaving it alone
+# costs nothing.
 
 # %% [markdown]
 # ---
 # ## Exercise 4: blockwise attention, online softmax (optional, 4 points extra credit)
-#
-# *Optional.* What you earn here is **extra credit**: it is added on top of your grade and can
-# never lower it, and leaving this exercise alone costs nothing.
 #
 # Blockwise attention keeps only one block of the weights at a time. With blocks of 64 keys:
 #
@@ -1305,12 +1227,13 @@ _show_attention_memory()
 #
 # Write `attention_blockwise(Q, K, V, causal=False, block=64)` that returns `out`, shape
 # `(n, d_v)`: the same as `attention(Q, K, V)[0]`, or with `causal=True` (where $n = m$) the
-# same as `attention(Q, K, V, mask=causal_mask(T))[0]`. There is no `attn` to return: the point
-# is never to build an $(n, m)$ array, neither the scores nor the weights nor a mask. `block`
-# need not divide the number of keys. When graded, your function runs at $T = 2048$ and the
-# memory it allocates is measured: it must stay below a quarter of one $T \times T$ float64
-# matrix (8 MiB). It must also finish in a few seconds (the grader stops a call after 5): work
-# on a whole block of keys at once with numpy, not key by key in Python.
+# same as `attention(Q, K, V, mask=causal_mask(T))[0]`. `Q`, `K` and `V` are float64 or float32
+# arrays (both are graded; in float32, `out` may stay float32). There is no `attn` to return:
+# the point is never to build an $(n, m)$ array, neither the scores nor the weights nor a
+# mask. `block` need not divide the number of keys. When graded, your function runs at
+# $T = 2048$ and the memory it allocates is measured: it must stay below a quarter of one
+# $T \times T$ float64 matrix (8 MiB). It must also finish in a few seconds (the grader stops a
+# call after 5): work on a whole block of keys at once with numpy, not key by key in Python.
 
 # %% nbgrader={"grade": false, "grade_id": "ex4_attention_blockwise", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention_blockwise(Q, K, V, causal=False, block=64):
@@ -1482,7 +1405,3 @@ _report("Exercise 4", _ex4_problems())
 # Exercise 4 is optional: what it earns is recorded as extra credit when you submit.
 print("Exercise 4 is graded when you submit, as extra credit; the self-check above is only a "
       "first look.")
-
-# %% [markdown]
-# **Next:** multi-head attention runs $h$ of these attention heads in parallel, each with its
-# own projections, so that different heads can attend to different representation subspaces.
