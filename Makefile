@@ -30,7 +30,8 @@ test: $(TEST_KIT)
 	$(BIN)/ruff check .
 	$(RUN) $(BIN)/python -m pytest
 
-# Rebuild the generated notebooks (source .ipynb and the answer key) from their text sources.
+# Rebuild the generated notebooks (source .ipynb and the answer key) and autograder/lesson_cells.py
+# (the cells grading leaves out) from their text sources.
 notebooks: $(KIT)
 	$(RUN) $(BIN)/sdpa-course build
 

@@ -1,13 +1,17 @@
 """The grading pipeline for one submission, in one place.
 
-    read the submission -> run its cells in a sandbox -> run the hidden suites
-    -> mark the answers left as released (not-answered) -> diagnose the exercises that
-    lost points -> score and report
+    read the submission -> leave out the lesson's demonstrations and self-checks
+    -> run its cells in a sandbox -> read the weights of the lesson's picture -> run the
+    hidden suites -> mark the answers left as released (not-answered) -> diagnose the
+    exercises that lost points -> score and report
 
 Student code only ever runs inside the sandbox; the suites, the reference and the
-diagnoses run here and see plain data. Every step grades against the `variant` it is given
-(`autograder.variants`: the student's own numbers and hidden inputs; the lesson's by
-default), never against the variant the notebook claims to show.
+diagnoses run here and see plain data. The lesson's demonstrations and self-checks, as
+released, run only in the student's own Jupyter: no grade depends on them (`skipping`), and
+the feedback page draws the causal heatmap from the weights read here (`heatmap`). Every
+step grades against the `variant` it is given (`autograder.variants`: the student's own
+numbers and hidden inputs; the lesson's by default), never against the variant the notebook
+claims to show.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder.diagnoses import diagnose_submission, unanswered
+from autograder.heatmap import HEATMAP_CELL, causal_weights
 from autograder.report import build_report
 from autograder.runner import run_tests
+from autograder.skipping import split
 from autograder.student import Student
 from autograder.submission import SubmittedCell, read_content, read_submission
 from autograder.variants import DEFAULT, Variant
@@ -66,11 +72,13 @@ def _student_id_cell(variant: Variant):
 
 def grade_cells(
     cells: list[SubmittedCell], *, submission: str, limits=None, pool=None,
-    variant: Variant = DEFAULT,
+    variant: Variant = DEFAULT, skip_lesson: bool = True,
 ) -> dict:
-    """Run the submission's cells in a fresh sandbox and grade them."""
+    """Run the submission's cells in a fresh sandbox and grade them. `skip_lesson=False` runs
+    the lesson's demonstrations and self-checks too (the tests compare the two)."""
     from autograder.sandbox import Cell, Sandbox  # deferred: numpy, as above
 
+    cells, skipped = split(cells) if skip_lesson else (cells, [])  # 1b. what grading runs
     sandboxed = [Cell(source=c.source, label=c.label, first_line=c.first_line) for c in cells]
     setup = [_student_id_cell(variant)] if variant.student else []
     with Sandbox(setup + sandboxed, limits=limits, pool=pool) as sandbox:
@@ -79,9 +87,13 @@ def grade_cells(
         # what the notebook says it showed (reported, not used), read before any hidden call
         # could set it: a call's doings are the student's words about hidden inputs
         shown = shown_label(student)
-        results = run_tests(student)  # 3. the hidden suites, compared in this process
+        # 3. the picture's weights, for the feedback page, on the lesson's public example:
+        # read before any hidden call too, or the weights could carry what a call saw
+        heatmap = (causal_weights(student)
+                   if any(c.grade_id == HEATMAP_CELL for c in skipped) else None)
+        results = run_tests(student)  # 4. the hidden suites, compared in this process
         results = unanswered.mark(results, cells)  # answers still as released: not-answered
-        diagnoses = diagnose_submission(  # 4. probe the exercises that lost points
+        diagnoses = diagnose_submission(  # 5. probe the exercises that lost points
             student, results, cells=cells, outcomes=outcomes,
             forbidden_imports=set(sandbox.forbidden_imports),
         )
@@ -95,10 +107,14 @@ def grade_cells(
     if shown is not None and shown != variant.label:
         warnings.append(f"the notebook shows the numbers of variant {shown}, but it was graded "
                         f"as {variant.text()}, with that variant's numbers")
-    report = build_report(  # 5. score and report
+    report = build_report(  # 6. score and report
         submission, results, diagnoses, cells=cells, outcomes=outcomes, output=output,
         warnings=warnings, variant=variant,
     )
     report["variant"]["shown"] = shown  # what the notebook said it showed, if it said
     report["isolation"] = isolation  # "unsafe-none" only when asked for; warnings say so
+    report["skipped"] = [{"cell": c.label, "index": c.index, "grade_id": c.grade_id,
+                          "tag": c.lesson_tag, "exercise": c.exercise} for c in skipped]
+    if heatmap is not None:
+        report["heatmap"] = heatmap
     return report

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.exercises import EXERCISES, GRADED_CELL_IDS
+from autograder.skipping import tag_of
 
 # nbformat takes about a second to import; a notebook is plain JSON and is read as such.
 
@@ -48,6 +49,10 @@ class SubmittedCell:
     exercise: str | None = None  # from the nbgrader grade_id of a notebook cell (`ex3_...`)
     locked: bool = False  # a read-only cell of the release (setup, self-checks, graded cells)
     index: int | None = None  # 0-based position in the notebook's cells (None for a .py file)
+    # "demo" or "self-check": a lesson cell exactly as released, which grading may leave out
+    # (`autograder.skipping`); None for every other cell, a student's edited copy included
+    lesson_tag: str | None = None
+    grade_id: str | None = None
 
 
 def read_submission(path: Path | str) -> list[SubmittedCell]:
@@ -181,6 +186,7 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
         grade_id = _grade_id(cell)
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         prefix = (grade_id or "").partition("_")[0]
+        lesson_tag = tag_of(grade_id, source)  # the source as handed in, before any rewriting
         if len(source) <= budget and _MAGIC_LINE.search(source):
             budget -= len(source)
             source = transform_magics(source)
@@ -191,6 +197,8 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
                 exercise=prefix if prefix in EXERCISES else None,
                 locked=_nbgrader(cell).get("locked") is True,
                 index=index - 1,
+                lesson_tag=lesson_tag,
+                grade_id=grade_id,
             )
         )
     return out

@@ -28,9 +28,8 @@ KEBAB = re.compile(r"^[a-z]+(?:-[a-z]+)+$")
 # Kebab-case strings of the grading code that are not diagnosis codes, each with its use.
 NOT_CODES = {
     "setup-failed": "a message type of the sandbox's protocol",
-    "sandbox-matplotlib": "the folder of the sandbox's matplotlib font cache",
     "sdpa-course": "the kit's name, in paths",
-    "warm-up": "the title of the sandbox's warm-up figure",
+    "self-check": "the notebook's tag of the lesson's self-checks, which grading leaves out",
     "site-packages": "a directory name of Python installations the private root lays out",
     "dist-packages": "Debian's name for site-packages",
     "lib-dynload": "the standard library's folder of extension modules",

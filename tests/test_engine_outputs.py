@@ -51,22 +51,38 @@ def key_report():
         return grade_content(fh.read(), name="attention.ipynb", limits=QUICK)
 
 
-def test_the_heatmap_comes_back_as_a_png_of_its_cell(key_report):
-    heatmaps = [o for o in key_report["outputs"] if "ex3_heatmap" in o["cell"]]
-    assert len(heatmaps) == 1 and len(heatmaps[0]["images"]) == 1
-    png = base64.b64decode(heatmaps[0]["images"][0])
+OWN_FIGURE = """import matplotlib.pyplot as plt
+_figure, _axes = plt.subplots(figsize=(5, 4))
+_axes.imshow(np.eye(8))
+plt.show()
+print("my own picture")
+"""
+
+
+def test_a_student_s_own_figure_comes_back_as_a_png_of_its_cell():
+    report = grade_content(key_with("ex3_future_is_zero", OWN_FIGURE), name="attention.ipynb",
+                           limits=QUICK)
+    own = [o for o in report["outputs"] if "ex3_future_is_zero" in o["cell"]]
+    assert len(own) == 1 and len(own[0]["images"]) == 1
+    png = base64.b64decode(own[0]["images"][0])
     width, height = png_size(png)
     assert 200 <= width <= 600 and 150 <= height <= 500
-    # and the weights as numbers beside it
-    assert "The weights drawn above" in heatmaps[0]["text"]
+    assert "my own picture" in own[0]["text"]  # and what it printed beside it
     nb = nbformat.read(ANSWER_KEY, as_version=4)
-    assert "ex3_heatmap" in nb.cells[heatmaps[0]["index"]].metadata["nbgrader"]["grade_id"]
+    assert nb.cells[own[0]["index"]].metadata["nbgrader"]["grade_id"] == "ex3_future_is_zero"
 
 
-def test_self_check_results_are_kept_per_cell(key_report):
-    texts = {o["cell"]: o["text"] for o in key_report["outputs"]}
-    selfcheck = next(t for c, t in texts.items() if "ex1_selfcheck" in c)
-    assert "Exercise 1 self-check" in selfcheck
+def test_the_lesson_s_heatmap_is_not_drawn_but_its_weights_are_read(key_report):
+    assert not [o for o in key_report["outputs"] if "ex3_heatmap" in o["cell"]]
+    assert len(key_report["heatmap"]["weights"]) == 8 and not key_report["heatmap"]["problem"]
+
+
+def test_a_student_s_own_printed_output_is_kept_per_cell():
+    report = grade_content(key_with("ex1_answer", "print('my numbers', ex1_scores)"),
+                           name="attention.ipynb", limits=QUICK)
+    texts = {o["cell"]: o["text"] for o in report["outputs"]}
+    assert "my numbers" in next(t for c, t in texts.items() if "ex1_answer" in c)
+    assert not [c for c in texts if "selfcheck" in c]  # left out: none printed
 
 
 def test_a_cell_that_hangs_after_its_answers_is_named_on_its_exercise():
@@ -109,14 +125,14 @@ for _ in range(4):  # four figures of noise, about 180 KB of PNG each, left open
 
 def test_many_cells_of_figures_do_not_make_megabytes_of_report():
     """150 such cells made a 285 MB autograded notebook and a 143 MB feedback page."""
-    nb = nbformat.read(ANSWER_KEY, as_version=4)
+    nb = nbformat.reads(key_with("ex3_future_is_zero", OWN_FIGURE), as_version=4)
     nb.cells += [nbformat.v4.new_code_cell(NOISE_CELL) for _ in range(12)]
     report = grade_content(nbformat.writes(nb), name="attention.ipynb", limits=QUICK)
     assert report["score"] == report["max_score"]
     images = [base64.b64decode(png) for o in report["outputs"] for png in o["images"]]
     assert len(images) <= SUBMISSION_PNGS and sum(map(len, images)) <= SUBMISSION_PNG_BYTES
     assert any(len(png) > 100_000 for png in images)  # noise compresses badly: the test bites
-    heatmap = next(o for o in report["outputs"] if "ex3_heatmap" in o["cell"])
-    assert len(heatmap["images"]) == 1  # drawn before the noise: kept
+    own = next(o for o in report["outputs"] if "ex3_future_is_zero" in o["cell"])
+    assert len(own["images"]) == 1  # drawn before the noise: kept
     notes = [o["text"] for o in report["outputs"] if "more figures not shown" in o["text"]]
     assert notes and "a submission keeps" in notes[-1]

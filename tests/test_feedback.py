@@ -143,7 +143,8 @@ def test_a_feedback_page_stays_within_the_size_target(real_class, student):
     raw = (course / "feedback" / student / "sdpa" / "attention.html").read_bytes()
     assert len(raw) <= 150_000
     page = raw.decode()
-    assert page.count("<img src=\"data:image/png;base64,") == 1
+    assert "<img" not in page  # the heatmap: inline SVG drawn by the kit, its numbers a table
+    assert page.count("<svg") == 1 and page.count('<table class="heatmap-numbers">') == 1
     assert page.count("<details>") >= 7 and page.count("<math") > 30
     assert page.count('<div class=" highlight hl-ipython3">') >= 8
 

@@ -21,6 +21,7 @@ from sdpa_course.assignment import ASSIGNMENT, NOTEBOOK, NUMBERS_CELL
 from sdpa_course.course.notebooks import (
     answer_key_path,
     build_notebooks,
+    lesson_cells_path,
     source_notebook_path,
     text_source_path,
 )
@@ -102,8 +103,10 @@ def test_rebuilding_reproduces_the_committed_notebooks(tmp_path):
     shutil.copyfile(text_source_path(REPO), text)
     written = build_notebooks(tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in written] == [
-        f"source/{ASSIGNMENT}/{NOTEBOOK}.ipynb", f"solutions/{ASSIGNMENT}/{NOTEBOOK}.ipynb"]
-    for committed in (source_notebook_path(REPO), answer_key_path(REPO)):
+        f"source/{ASSIGNMENT}/{NOTEBOOK}.ipynb", f"solutions/{ASSIGNMENT}/{NOTEBOOK}.ipynb",
+        "autograder/lesson_cells.py"]
+    for committed in (source_notebook_path(REPO), answer_key_path(REPO),
+                      lesson_cells_path(REPO)):
         rebuilt = tmp_path / committed.relative_to(REPO)
         assert rebuilt.read_bytes() == committed.read_bytes(), (
             f"{committed.relative_to(REPO)} is stale: run `sdpa-course build` and commit it")

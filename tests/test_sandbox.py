@@ -35,6 +35,10 @@ from autograder.sandbox.isolation import processes_of
 REPO = Path(autograder.__file__).resolve().parent.parent
 FAST = Limits(cell_seconds=1.5, call_seconds=1.0, interrupt_grace_seconds=0.3, cpu_seconds=10,
               memory_mb=256, max_restarts=4)
+# A cell that imports pyplot pays for it itself (the zygote no longer preloads matplotlib):
+# about 0.6 s of CPU on a quiet machine, too close to FAST's 1.5 s on a loaded one.
+PYPLOT = Limits(cell_seconds=6.0, call_seconds=1.0, interrupt_grace_seconds=0.3, cpu_seconds=10,
+                memory_mb=256, max_restarts=4)
 linux_root = pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.geteuid() != 0,
     reason="namespace isolation needs Linux and root")
@@ -257,10 +261,21 @@ def test_magics_are_ignored_timing_magics_run_their_code_and_shell_is_refused(ru
                   "get_ipython().run_cell_magic('time', '', 'y = x + 1\\n')",
                   "import matplotlib.pyplot as plt, numpy as np\n"
                   "plt.imshow(np.eye(3)); plt.colorbar(); plt.show()\nimport os\n"
-                  "ran = os.path.exists('/tmp/shell-ran')")
+                  "ran = os.path.exists('/tmp/shell-ran')", limits=PYPLOT)
     assert statuses(sandbox) == ["ok", "ok", "ok"]
     assert sandbox.get("y") == 6 and sandbox.get("ran") is False
     assert "shell command not run" in sandbox.output
+
+
+def test_matplotlib_is_imported_only_by_a_cell_that_imports_it(run):
+    """The zygote does not preload it (issue 30); a cell that needs it still draws."""
+    sandbox = run("import sys\nbefore = sorted(m for m in sys.modules if 'matplotlib' in m)",
+                  "import matplotlib.pyplot as plt, numpy as np\n"
+                  "plt.imshow(np.eye(3)); plt.title('mine'); plt.show()\n"
+                  "backend = plt.get_backend().lower()", limits=PYPLOT)
+    assert statuses(sandbox) == ["ok", "ok"]
+    assert sandbox.get("before") == [] and sandbox.get("backend") == "agg"
+    assert len(sandbox.outcomes[1].images) == 1
 
 
 # -- what can cross ------------------------------------------------------------------------

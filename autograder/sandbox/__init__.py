@@ -15,8 +15,8 @@ grader's inputs), `Sandbox.calls_printed`, `Sandbox.isolation` (the pool's mode)
 `Sandbox.restarts`, `Sandbox.budget_left`,
 `Sandbox.cpu_seconds` (CPU used by its workers), `Sandbox.uid`, `Limits.help()` (help text
 per limit), `SandboxPool.layers` (what the kernel granted),
-`SandboxPool.start(wait=False)`, which boots the zygote (about half a second of numpy and
-matplotlib imports) while the caller goes on reading the submission (importing this package
+`SandboxPool.start(wait=False)`, which boots the zygote (a tenth of a second of numpy's
+import) while the caller goes on reading the submission (importing this package
 does not import numpy, so the zygote can start first), `SandboxPool.boot_seconds` (the
 zygote's start, step by step) and `SandboxPool.attach_channel` / `SandboxPool.attached`, with
 which processes forked from the pool's owner (grading processes) fork their workers from the
@@ -56,14 +56,14 @@ Arguments are sent the same way; with ``readonly=True`` their arrays arrive read
 
 Isolation (mode ``namespaces``, the default, the same as root, as an ordinary user and as
 root without CAP_SYS_ADMIN, e.g. in a container; see `isolation` and `rootfs`):
-- student code runs in a worker forked from a zygote that pre-imported numpy and
-  matplotlib (Agg) and never ran student code, so one student's monkeypatching cannot reach
-  another student or the trusted process;
+- student code runs in a worker forked from a zygote that pre-imported numpy (matplotlib,
+  Agg, only where a cell imports it) and never ran student code, so one student's
+  monkeypatching cannot reach another student or the trusted process;
 - the zygote lives in user, mount, PID, IPC and network namespaces of its own (the kernel's
   unprivileged user namespaces: no privilege is needed to create them);
 - files: a private root holding, read-only, nosuid and nodev, the system directories, the
-  Python runtime and an allowlist: the distributions the pre-import loaded modules from and
-  those they require (numpy, matplotlib, pillow...). Every other package of the virtualenv,
+  Python runtime and an allowlist: the distributions the pre-import loaded modules from,
+  matplotlib, and those they require (numpy, pillow...). Every other package of the virtualenv,
   the kit itself whatever its install mode (its installed files, an editable install's data
   copy of `source/` and `solutions/`), its checkout, course directories, the gradebook, other
   students' files and the grader's home are not there. The system directories are shown

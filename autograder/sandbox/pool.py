@@ -165,28 +165,6 @@ def find_hidden_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
     return sorted(set(paths))
 
 
-FONT_CACHE = "sandbox-matplotlib"
-
-
-def _font_cache() -> tuple[str, int]:
-    """The folder, private to this user, where the zygote keeps matplotlib's font list: its
-    path (part of the zygote's key) and a descriptor of it (`private`: no link at any level,
-    this user's, 0700), or ("", -1) where there is no cache folder at all. A folder that is
-    a link or another user's refuses grading (`private.UnsafeFolder`, naming it).
-
-    Building that list takes a good part of the zygote's start. Only the zygote uses it,
-    before it isolates itself, through the descriptor (`zygote.font_list`); workers never
-    see it.
-    """
-    try:
-        fd = private.open_private(FONT_CACHE)
-    except private.UnsafeFolder:
-        raise
-    except OSError:
-        return "", -1
-    return os.path.join(private.cache_root(), private.KIT_FOLDER, FONT_CACHE), fd
-
-
 def _zygote_environment() -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/",
            "MPLBACKEND": "Agg", "TMPDIR": private.temporary_base(tempfile.gettempdir())}
@@ -361,15 +339,7 @@ class SandboxPool:
 
     def _begin_launch(self) -> None:
         self._ensure_cgroups()
-        font_cache, font_fd = _font_cache()
-        try:
-            self._launch(font_cache, font_fd)
-        finally:
-            if font_fd >= 0:
-                os.close(font_fd)  # the zygote's copy, if it started, is its own
-
-    def _launch(self, font_cache: str, font_fd: int) -> None:
-        config = {"isolation": self.isolation, "hidden": self.hidden, "font_cache": font_cache}
+        config = {"isolation": self.isolation, "hidden": self.hidden}
         environment = _zygote_environment()
         listener = self._warm_listener(config, environment) if self.keep_warm else None
         if self._attached:  # a warm zygote answered
@@ -378,9 +348,6 @@ class SandboxPool:
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the zygote's pid, below
         config["control_fd"] = theirs.fileno()
         passed = [theirs.fileno()]
-        if font_fd >= 0:
-            config["font_cache_fd"] = font_fd
-            passed.append(font_fd)
         if listener is not None:
             config.update(listen_fd=listener.fileno(), idle_seconds=self.keep_warm)
             passed.append(listener.fileno())

@@ -1,9 +1,9 @@
 """The kit's own folders under a cache root: opened without following a link, or not at all.
 
-`check` and `grade` keep state under ``$XDG_CACHE_HOME/sdpa-course`` (or ``~/.cache``):
-matplotlib's font list for the zygote (`sandbox-matplotlib`), the warm zygote's socket
-(`warm`). Run as root with a student's HOME or XDG_CACHE_HOME (``sudo -E``, a job that
-inherits them), every level there is the student's to prepare, with links to root's files.
+`check` keeps state under ``$XDG_CACHE_HOME/sdpa-course`` (or ``~/.cache``): the warm
+zygote's socket (`warm`). Run as root with a student's HOME or XDG_CACHE_HOME (``sudo -E``,
+a job that inherits them), every level there is the student's to prepare, with links to
+root's files.
 So each folder is opened as one descriptor, level by level from the cache root:
 
 - the cache root is walked from / one level at a time: a link on its way is followed only

@@ -1,14 +1,15 @@
 """The zygote's private root: the system, the Python runtime and an allowlist of packages.
 
-`plan` runs in the zygote after it imported what answers need (numpy, matplotlib) and before
-it isolates itself; it decides what student code will see:
+`plan` runs in the zygote after it imported what every answer needs (numpy) and before it
+isolates itself; it decides what student code will see:
 
 - the system directories (/usr, /bin, /sbin, /lib*) and a few /etc files and /dev devices;
 - the Python runtime: its executable, shared library, standard library (lib-dynload too) and
   the virtualenv's pyvenv.cfg;
-- the allowlist: every distribution that the pre-import loaded a module from (numpy,
-  matplotlib and what they import), as the top-level files and directories its RECORD lists
-  (the module's own package directory where a distribution has no RECORD);
+- the allowlist: every distribution that the pre-import loaded a module from (numpy), and
+  those an answer may import that the zygote does not preload (matplotlib), each with the
+  distributions it requires, as the top-level files and directories its RECORD lists (the
+  module's own package directory where a distribution has no RECORD);
 - every site directory (site-packages, dist-packages, sys.path entries outside the standard
   library, the well-known system ones under /usr) shown empty but for allowlisted packages:
   no other package of the virtualenv, the kit's own (installed, editable or its data copy of
@@ -247,8 +248,9 @@ class _Installed:
 
 
 def plan(imported: set[str], hidden: list[str], forbidden_packages: tuple[str, ...],
-         forbidden_distributions: tuple[str, ...]) -> Plan:
-    """Decide the private root from the modules the pre-import loaded (`imported`)."""
+         forbidden_distributions: tuple[str, ...], importable: tuple[str, ...] = ()) -> Plan:
+    """Decide the private root from the modules the pre-import loaded (`imported`) and the
+    distributions answers may import besides (`importable`)."""
     stdlib = _stdlib_dirs()
     site_dirs = _site_dirs(stdlib)
     result = Plan(system=[p for p in SYSTEM_DIRS if os.path.lexists(p)])
@@ -267,7 +269,7 @@ def plan(imported: set[str], hidden: list[str], forbidden_packages: tuple[str, .
         packages.add(os.path.join(site_dir, top))  # even where no distribution lists it
         tops.setdefault(name, os.path.join(site_dir, top))
     installed = _Installed(forbidden)
-    packages |= installed.entries(installed.owners(tops))
+    packages |= installed.entries(installed.owners(tops) + list(importable))
     result.packages = sorted(p for p in packages if os.path.lexists(p))
     result.emptied = site_dirs
     result.hidden = sorted({_real(p) for p in hidden})

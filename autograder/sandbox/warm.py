@@ -2,7 +2,7 @@
 reach it.
 
 A self-learner runs `check` after every edit, and half of each run was the zygote's start
-(numpy, matplotlib and a warm-up figure, then the namespaces and the private root). A pool
+(numpy, then the namespaces and the private root). A pool
 made with ``keep_warm=seconds`` leaves its zygote running for that long after its last use,
 listening on a Unix socket; the next `check` with the same key connects to it and forks its
 worker from it at once. Every worker is still a fresh fork of a zygote that never ran student

@@ -1,8 +1,11 @@
 """The zygote: a clean, pre-imported, isolated Python that forks one worker per submission.
 
 Started once per `SandboxPool` (shipped as compiled code via stdin, see `pool.BOOTSTRAP`). It
-imports numpy and matplotlib (Agg) and draws one throwaway heatmap so fonts and backends are
-loaded.
+imports numpy, which every answer needs, and not matplotlib: importing matplotlib and pyplot
+and drawing a figure took about 0.6 s of CPU at every zygote's start (most of a cold `check`)
+and made every fork larger, while grading leaves out the lesson's picture (`autograder.
+skipping`) and few answers draw. A cell that imports it does so in its worker (Agg, from
+`MPLBACKEND`); the private root allowlists it all the same (`ANSWER_DISTRIBUTIONS`).
 In mode ``namespaces`` it then decides its private root from what that import loaded
 (`rootfs.plan`), enters new namespaces (`isolation.enter_zygote`) and forks the zygote
 proper, the init of the new PID namespace, which builds the root, pivots into it and never
@@ -42,14 +45,17 @@ import struct
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import codec, isolation, kernel, landlock, private, rootfs, seccomp
+from . import codec, isolation, kernel, landlock, rootfs, seccomp
 from .blocker import FORBIDDEN_PACKAGES, ImportBlocker
 from .worker import Worker
 
 FORBIDDEN_DISTRIBUTIONS = ("sdpa-course",)
+# Installed distributions answers may import: the private root binds them and what they
+# require, whether or not the zygote imported them (numpy is, before `preload` even runs;
+# matplotlib is not).
+ANSWER_DISTRIBUTIONS = ("numpy", "matplotlib")
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")
 SETUP_FAILED = 71
@@ -71,69 +77,11 @@ def student_environment(workdir: str, tmpdir: str) -> dict[str, str]:
     return env
 
 
-def _show_nothing(*_args, **_kwargs):
-    return None
-
-
 def preload() -> None:
-    """Import and warm up what an answer needs, once, before any fork."""
-    # deferred: only the zygote imports these, never the grader's own process
-    import matplotlib
-    import numpy as np
+    """Import and warm up what every answer needs, once, before any fork."""
+    import numpy as np  # deferred: only the zygote imports it, never the grader's own process
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # deferred: after the Agg backend is chosen
-
-    plt.show = _show_nothing
-    figure, axes = plt.subplots()
-    image = axes.imshow(np.eye(3))  # (3, 3) heatmap: loads the colormap, fonts, Agg
-    figure.colorbar(image, ax=axes)
-    axes.set_title("warm-up")
-    axes.set_xticks(range(3), labels=["a", "b", "c"])
-    figure.canvas.draw()
-    plt.close("all")
     np.ones((4, 4)) @ np.ones((4, 4))  # (4, 4): initialises BLAS
-
-
-@contextmanager
-def font_list(cache: int, scratch: str):
-    """Matplotlib's font list, kept in the cache folder behind the descriptor `cache`
-    (checked by the pool: `private`) while matplotlib reads and writes it in `scratch`, a
-    fresh folder of the zygote's: copied in before, copied back (a new file renamed into
-    place) if matplotlib wrote a new one. Nothing in the cache is opened through a link,
-    whatever its owner left there."""
-    if cache < 0:
-        yield
-        return
-    try:
-        names = [n for n in os.listdir(private.fd_path(cache))
-                 if n.startswith("fontlist-") and n.endswith(".json")]
-    except OSError:
-        names = []
-    kept = {}
-    for name in names:
-        data = private.read_file(cache, name)
-        if data is not None:
-            kept[name] = data
-            with open(os.path.join(scratch, name), "xb") as copy:
-                copy.write(data)
-    try:
-        yield
-    finally:
-        made = -1
-        try:
-            made = os.open(scratch, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            for name in os.listdir(scratch):
-                if name.startswith("fontlist-") and name.endswith(".json"):
-                    data = private.read_file(made, name)
-                    if data is not None and kept.get(name) != data:
-                        private.write_file(cache, name, data)
-        except OSError:
-            pass  # a font list not kept: the next zygote builds it again
-        finally:
-            if made >= 0:
-                os.close(made)
-            os.close(cache)
 
 
 def _write(fd: int, message: dict) -> None:
@@ -462,19 +410,15 @@ def main(config: dict) -> None:
     hidden = [str(p) for p in config.get("hidden", ())]
     setup = Setup(str(config["isolation"]))
     try:
-        cache = config.get("font_cache_fd")
-        scratch = tempfile.mkdtemp(prefix="sdpa-sandbox-mpl-")
-        os.environ["MPLCONFIGDIR"] = scratch
         before = set(sys.modules)
-        with font_list(cache if type(cache) is int else -1, scratch):
-            preload()
+        preload()
         marks["preloaded"] = time.monotonic()
         imported = set(sys.modules) - before
-        shutil.rmtree(scratch, ignore_errors=True)
         _forget_forbidden_modules()
         own_pid_namespace = -1
         if setup.mode == isolation.NAMESPACES:
-            layout = rootfs.plan(imported, hidden, FORBIDDEN_PACKAGES, FORBIDDEN_DISTRIBUTIONS)
+            layout = rootfs.plan(imported, hidden, FORBIDDEN_PACKAGES, FORBIDDEN_DISTRIBUTIONS,
+                                 ANSWER_DISTRIBUTIONS)
             marks["planned"] = time.monotonic()
             answers = []
             isolation.enter_zygote(lambda: answers.append(_ask_for_maps(control)))

@@ -8,7 +8,10 @@ one source of truth. From it, `sdpa-course build` writes
 * `solutions/<assignment>/<notebook>.ipynb`: the answer key, that is the release as nbgrader
   shapes it (locks, checksums, grade_ids) with every answer cell filled in from the source,
   solution markers removed. A copy in `submitted/<student>/<assignment>/` is therefore a valid
-  submission. The written answer keeps its model answer and mark scheme, for the graders.
+  submission. The written answer keeps its model answer and mark scheme, for the graders;
+* `autograder/lesson_cells.py`: the grade_id, tag and source digest of each cell tagged
+  "demo" or "self-check", the cells grading leaves out (`autograder.skipping`). The build
+  refuses a tagged cell that defines a name a cell that runs when grading reads.
 
 The release itself is built by nbgrader (`sdpa-course release`), not here.
 """
@@ -16,6 +19,7 @@ The release itself is built by nbgrader (`sdpa-course release`), not here.
 from __future__ import annotations
 
 import copy
+import textwrap
 from pathlib import Path
 
 import jupytext
@@ -28,6 +32,13 @@ from nbgrader.preprocessors import (
     LockCells,
 )
 
+from autograder.skipping import (
+    DEMO,
+    SELF_CHECK,
+    cell_names,
+    lesson_problems,
+    source_digest,
+)
 from sdpa_course.assignment import (
     ASSIGNMENT,
     METADATA_KEY,
@@ -58,6 +69,40 @@ def source_notebook_path(root: Path) -> Path:
 
 def answer_key_path(root: Path) -> Path:
     return Path(root) / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+
+
+def lesson_cells_path(root: Path) -> Path:
+    return Path(root) / "autograder" / "lesson_cells.py"
+
+
+def _tag(cell) -> str | None:
+    tags = cell.metadata.get("tags") or []
+    found = [tag for tag in (DEMO, SELF_CHECK) if tag in tags]
+    return found[0] if found else None
+
+
+def lesson_cells_module(release_nb: nbformat.NotebookNode, text_source: str) -> str:
+    """`autograder/lesson_cells.py` for a release-form notebook: what grading may skip."""
+    code = [cell for cell in release_nb.cells if cell.cell_type == "code"]
+    problems = lesson_problems([(cell.metadata.get("nbgrader", {}).get("grade_id"),
+                                 cell.source, _tag(cell)) for cell in code])
+    if problems:
+        raise KitError("the notebook's tagged cells cannot all be skipped when grading: "
+                       + "; ".join(problems))
+    lines = ['"""The lesson\'s cells that grading leaves out: generated from '
+             f"{text_source}", f"by {REBUILD_COMMAND}; do not edit.", "",
+             "grade_id -> (tag, SHA-256 of the cell's source as released, the names it binds),",
+             'read by `autograder.skipping`."""', "", "SKIPPABLE = {"]
+    for cell in code:
+        tag = _tag(cell)
+        if tag:
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            names = textwrap.wrap(" ".join(f'"{name}",' for name in
+                                           sorted(cell_names(cell.source).defines)),
+                                  width=88, break_on_hyphens=False)
+            lines += [f'    "{grade_id}": (', f'        "{tag}", "{source_digest(cell.source)}",',
+                      "        (", *(f"            {line}" for line in names), "        )),"]
+    return "\n".join(lines + ["}", ""])
 
 
 def _cell_id(cell: nbformat.NotebookNode, index: int) -> str:
@@ -160,4 +205,8 @@ def build_notebooks(root: Path) -> list[Path]:
     source_nb.metadata[METADATA_KEY] = _generated_note("nbgrader source notebook", relative)
     key = answer_key_notebook(source_nb)
     key.metadata[METADATA_KEY] = _generated_note("answer key", relative)
-    return [_write(source_nb, source_notebook_path(root)), _write(key, answer_key_path(root))]
+    written = [_write(source_nb, source_notebook_path(root)), _write(key, answer_key_path(root))]
+    module = lesson_cells_path(root)
+    module.parent.mkdir(parents=True, exist_ok=True)
+    module.write_text(lesson_cells_module(key, relative), encoding="utf-8")
+    return written + [module]

@@ -16,7 +16,9 @@ one, and a cell naming no exercise of the report stops the submission instead.
 Every other code cell gets what it printed and drew when the engine ran it (the report's
 `outputs`: text, and figures as PNG already checked by the sandbox), and a cell that did not
 run cleanly a line saying so, so that formgrader and the feedback show the student's own
-results, the causal heatmap included.
+results. The lesson's demonstrations and self-checks, which grading leaves out (the report's
+`skipped`), get a note instead: a self-check, what the grader found for its exercise; the
+causal heatmap is drawn by the feedback page from the report's `heatmap` (`FeedbackView`).
 
 `sdpa-course grade` grades in worker processes and hands the report in through
 `resources["sdpa_course"]["report"]`; a plain `nbgrader autograde` has none, and the engine
@@ -34,6 +36,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.exercises import exercise_key
+from autograder.heatmap import HEATMAP_CELL
 from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
 from sdpa_course.engine_call import grade_path
 from sdpa_course.errors import GradingFailed
@@ -84,14 +87,38 @@ def cell_outputs(shown: dict | None, failed: dict | None) -> list:
     return outputs
 
 
+def skipped_outputs(skipped: dict, exercises: dict) -> list:
+    """The note in place of a lesson cell grading left out: for a self-check, what the grader
+    found for its exercise."""
+    if skipped.get("tag") == "self-check":
+        result = exercises.get(skipped.get("exercise"))
+        found = exercise_text(skipped["exercise"], result) if result else ""
+        return [new_output("stream", name="stdout", text=(
+            f"{GRADER_NOTE}this self-check runs in your own Jupyter; when your work was graded "
+            "the hidden tests ran instead, and found:\n" + found))]
+    if skipped.get("grade_id") == HEATMAP_CELL:
+        return [new_output("stream", name="stdout", text=(
+            f"{GRADER_NOTE}this cell runs in your own Jupyter; the picture below is the "
+            "grader's, drawn from the weights your attention returned on the same example "
+            "when your work was graded.\n"))]
+    return [new_output("stream", name="stdout", text=(
+        f"{GRADER_NOTE}a demonstration of the lesson: it runs in your own Jupyter, not when "
+        "your work is graded.\n"))]
+
+
 def put_cell_outputs(nb, report: dict) -> None:
-    """Each code cell the engine ran gets its outputs (by the cell's index in the notebook)."""
+    """Each code cell the engine ran gets its outputs (by the cell's index in the notebook),
+    each it left out a note."""
     shown = {o.get("index"): o for o in report.get("outputs") or [] if isinstance(o, dict)}
     failed = {c.get("index"): c for c in report.get("cells") or [] if isinstance(c, dict)}
+    skipped = {c.get("index"): c for c in report.get("skipped") or [] if isinstance(c, dict)}
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or is_autograded_cell(cell):
             continue
-        outputs = cell_outputs(shown.get(index), failed.get(index))
+        if index in skipped:
+            outputs = skipped_outputs(skipped[index], report.get("exercises") or {})
+        else:
+            outputs = cell_outputs(shown.get(index), failed.get(index))
         if outputs:
             cell.outputs = outputs
 

@@ -12,7 +12,10 @@ template (`templates/sdpa_feedback`) follows:
   "pending", and the marker's comment);
 - `answer`: a student's code cell, shown open with what it printed and drew;
 - `kit`: a locked cell of the course (setup, self-checks, the heatmap's code): its code folded
-  in a `<details>`, its outputs (the student's self-check results, the heatmap) shown;
+  in a `<details>`, its outputs shown: for a self-check or demonstration grading left out, a
+  note (a self-check's, what the grader found: `autograde.skipped_outputs`), and for the
+  heatmap's cell the student's causal weights drawn here from the report (`heatmap`, HTML
+  made by `reports.heatmap` from numbers only);
 - `results`: an autograded cell: the exercise's tests, messages and diagnoses, explained.
 """
 
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 from nbgrader.preprocessors import GetGrades
 
+from autograder.heatmap import HEATMAP_CELL
 from sdpa_course.assignment import METADATA_KEY
 from sdpa_course.nbgrader_ext.autograde import is_autograded_cell
 from sdpa_course.nbgrader_ext.feedback_step import FeedbackPreprocessor
 from sdpa_course.nbgrader_ext.redact import scrub_paths
 from sdpa_course.reports.feedback_text import exercise_view, points, summary_view
+from sdpa_course.reports.heatmap import heatmap_html
 
 FOLDED_CODE = (  # grade_id prefix or suffix -> what the folded code is
     ("setup", "Setup code of the notebook"),
@@ -94,8 +99,10 @@ class FeedbackView(FeedbackPreprocessor):
     def preprocess(self, nb, resources):
         report = nb.metadata.get(METADATA_KEY, {}).get("report") or {}
         failed_cells = report.get("cells") or []
+        heatmap_at = {c.get("index") for c in report.get("skipped") or []
+                      if isinstance(c, dict) and c.get("grade_id") == HEATMAP_CELL}
         written = []
-        for cell in nb.cells:
+        for index, cell in enumerate(nb.cells):
             view = {"view": _view(cell)}
             nbgrader = cell.metadata.get("nbgrader") or {}
             if view["view"] == "written":
@@ -114,6 +121,8 @@ class FeedbackView(FeedbackPreprocessor):
                     view["result"] = _scrubbed(exercise_view(exercise, result, failed_cells))
             elif view["view"] == "kit":
                 view["label"] = folded_label(str(nbgrader.get("grade_id", "")))
+                if index in heatmap_at and "heatmap" in report:
+                    view["heatmap"] = heatmap_html(report["heatmap"])
             cell.metadata[METADATA_KEY] = view
         late = float((resources.get("nbgrader") or {}).get("late_penalty") or 0.0)
         ours = resources.setdefault(METADATA_KEY, {})

@@ -66,16 +66,18 @@ def test_a_student_sees_their_outputs_heatmap_maths_and_explanations(page, grade
     assert f"{record['score']:g} / 20" in summary.inner_text()
     assert page.locator("main").bounding_box()["y"] > summary.bounding_box()["y"]
 
-    # their own outputs: the self-check results, the heatmap as a picture, its numbers
+    # in place of each self-check, what the grader found; the heatmap drawn by the kit as
+    # SVG from the weights their attention returned, its numbers in a table
     text = page.locator("body").inner_text()
-    assert "Exercise 1 self-check" in text and "Exercise 3(b) self-check" in text
-    heatmap = page.locator("img[alt*='ex3_heatmap']")
-    if student in NO_HEATMAP:  # its attention never returns: the cell says it stopped
+    assert text.count("this self-check runs in your own Jupyter") == 7
+    heatmap = page.locator("figure.heatmap svg[role='img']")
+    if student in NO_HEATMAP:  # its attention never returns: no picture, and why
         assert heatmap.count() == 0
-        assert "this cell did not run to the end (timeout)" in text
+        assert "No picture: your code failed" in text
     else:
-        assert heatmap.count() == 1
-        assert heatmap.evaluate("img => img.complete && img.naturalWidth > 200")
+        assert heatmap.count() == 1 and heatmap.bounding_box()["width"] > 200
+        assert page.locator("figure.heatmap table caption").count() == 1
+        assert page.locator("figure.heatmap table td").count() == 64
         assert "The weights drawn above" in text
 
     # mathematics rendered without a network: MathML with a size, no raw $...$ left
