@@ -155,16 +155,16 @@ def _argument_problem(args: argparse.Namespace) -> str | None:
         if problem := _not_a_course(args.course_dir):
             return problem
     if args.command == "check":
-        if not Path(args.path).exists():
-            return f"{args.path}: no such file"
         student = _student_id(args.student)
         if student is not None and not student.strip():
             return ("--student needs the student's id (without it, the lesson's numbers are "
                     "checked)")
         if args.course and not student:
             return "--course needs --student: the id of the student to grade as"
-        if args.course:
-            return _not_a_course(args.course)
+        if args.course and (problem := _not_a_course(args.course)):
+            return problem
+        if not Path(args.path).exists():
+            return f"{args.path}: no such file"
     if args.command == "variant" and args.answer_key:
         if not Path(args.answer_key).parent.is_dir():
             return (f"cannot write the answer key to {args.answer_key}: its folder "

@@ -146,7 +146,8 @@ def test_stopped_cells_name_three_cells_outside_the_exercises_then_count_the_res
     """A cell that did not run to the end shows beside the score when it is no exercise's
     and no exercise's diagnosis already says so: the first three by name, then a count."""
     stopped = [{"cell": f"cell {n}", "status": "timeout"} for n in range(1, 6)]
-    others = [{"cell": "cell 8", "status": "ok"},  # ran to the end
+    ok = "".join(["o", "k"])  # as read from JSON: not the very object of the literal "ok"
+    others = [{"cell": "cell 8", "status": ok},  # ran to the end
               {"cell": "cell 9", "status": "crashed", "exercises": ["ex2"]}]  # an exercise's
     report = {"exercises": {"ex1": {"diagnoses": ["no-scaling"]}}, "cells": others + stopped}
     assert records.stopped_cells(report) == [
@@ -173,3 +174,11 @@ def test_a_record_says_when_its_pages_fold_cells_and_a_class_report_lists_it(tmp
     paths = write_class_report({"max": folded, "ada": plain}, tmp_path, "sdpa")
     page = paths["class report"].read_text()
     assert "Submissions too long for a page: 1" in page and "<td>99,772</td>" in page
+
+
+def test_stopped_runs_name_a_graded_students_stopped_exercises_then_cells_and_a_failed_none():
+    record = {"status": records.GRADED, "stopped_cells": ["cell 49 (timeout)"],
+              "exercises": {"ex2": {"diagnoses": ["timeout"]},
+                            "ex1": {"diagnoses": ["no-scaling", "crashed"]}}}
+    assert records.stopped_runs(record) == ["ex1: crashed", "ex2: timeout", "cell 49 (timeout)"]
+    assert records.stopped_runs({**record, "status": records.FAILED}) == []
