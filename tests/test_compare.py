@@ -260,3 +260,14 @@ def test_one_unit_of_the_third_decimal_is_within_hand_whatever_its_binary_roundi
     for exact, written in ((0.5, 0.499), (0.25, 0.251), (1.0, 0.999), (0.0, -0.001)):
         assert abs(written - exact) <= HAND
     assert abs(0.4989 - 0.5) > HAND
+
+
+def test_fewer_decimals_is_only_an_answer_written_with_fewer_decimals_than_asked():
+    from autograder.compare import fewer_decimals
+
+    assert fewer_decimals([0.71, 0.0], [0.7071, 0.0])  # two decimals of 0.7071
+    assert fewer_decimals([0.7], [0.7071])  # cut, within one unit of the second decimal
+    assert not fewer_decimals([0.707], [0.7071])  # three decimals: as asked, just wrong
+    assert not fewer_decimals([0.7071], [0.7071])
+    assert not fewer_decimals([0.69], [0.7071])  # two decimals, off by more than a unit
+    assert not fewer_decimals([0.71], [0.7071, 0.0])  # another shape
