@@ -93,7 +93,8 @@ def test_no_command_and_an_unknown_flag_are_refused(tmp_path):
 
 def _required_arguments(command: str) -> list[str]:
     """What `command` cannot go without: its positional arguments, filled in."""
-    return {"init": ["a-folder"], "check": ["x.py"], "variant": ["ann"]}.get(command, [])
+    return {"init": ["a-folder"], "check": ["x.py"], "variant": ["ann"],
+            "autograder": ["gradescope"]}.get(command, [])
 
 
 def test_each_subcommands_unknown_option_prints_that_subcommands_usage(tmp_path, capsys):
