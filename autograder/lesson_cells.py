@@ -60,7 +60,7 @@ SKIPPABLE = {
             "_show_attention_memory",
         )),
     "ex4_selfcheck": (
-        "self-check", "471b731fc1a1ab04b056197f6cbb25caeb7810cc47a2decf5115d1d8c2075f79",
+        "self-check", "f13a4d845c6ab79d8b80ba4c2414101c87e630c1b8bb458fa74ceb1c432f8691",
         (
             "_ex4_causal_problems", "_ex4_large_score_problems", "_ex4_lesson_problems",
             "_ex4_memory_problems", "_ex4_out", "_ex4_problems",
