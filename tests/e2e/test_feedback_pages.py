@@ -111,15 +111,19 @@ def test_a_hang_in_a_call_shows_as_timeout_in_the_feedback(page, graded):
 
 
 class _Scripts(HTMLParser):
-    """Tags, attributes and script text that could run a student's payload."""
+    """Tags, attributes and script text that could run a student's payload. The one SVG a
+    page may hold is the kit's own heatmap, drawn from numbers in its `figure.heatmap`."""
 
     def __init__(self):
         super().__init__()
-        self.found, self._in_script = [], False
+        self.found, self._in_script, self._in_heatmap = [], False, False
 
     def handle_starttag(self, tag, attrs):
         self._in_script = tag == "script"
-        if tag in ("iframe", "object", "embed", "svg", "form"):
+        if tag == "figure":
+            self._in_heatmap = ("class", "heatmap") in attrs
+        kit_svg = tag == "svg" and self._in_heatmap
+        if tag in ("iframe", "object", "embed", "svg", "form") and not kit_svg:
             self.found.append(f"<{tag}>")
         for name, value in attrs:
             value = value or ""
@@ -135,6 +139,8 @@ class _Scripts(HTMLParser):
 
     def handle_endtag(self, tag):
         self._in_script = False
+        if tag == "figure":
+            self._in_heatmap = False
 
 
 def runnable_payloads(html: str) -> list[str]:
