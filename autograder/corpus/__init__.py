@@ -590,7 +590,8 @@ def cases(variant: Variant = DEFAULT) -> list[Case]:
                             checks=(p.ROWS_SUM_ALLCLOSE, p.FUTURE_TRIU_K2)), scores={"ex3": 10}),
         _hostile("ex4-not-blockwise-at-size", "the whole (n, m) softmax, and the queries "
                  "themselves at the memory test's size", *_with_ex3(*CORRECT_EX3[:2]),
-                 p.BLOCKWISE_NOT_AT_SIZE, scores={"ex4": 3}),
+                 p.BLOCKWISE_NOT_AT_SIZE, scores={"ex4": 3},
+                 codes={"ex4": ("blockwise-keys-not-blocked",)}),
         _hostile("read-hidden-files", "looks for the hidden suites and the answer key",
                  p.READ_HIDDEN_FILES, *correct_ex2, *CORRECT_EX3,
                  scores={"ex1": 0}, codes={"ex1": ("missing-name",)}),
