@@ -45,7 +45,8 @@ def stopped_cells(report: dict) -> list[str]:
     cells = [f"{c.get('cell')} ({c.get('status')})" for c in report.get("cells") or []
              if isinstance(c, dict) and c.get("status") != "ok" and not c.get("exercises")]
     more = len(cells) - STOPPED_CELLS_SHOWN
-    return cells[:STOPPED_CELLS_SHOWN] + ([f"{more} more cells"] if more > 0 else [])
+    said = f"{more} more cell" + ("s" if more > 1 else "")
+    return cells[:STOPPED_CELLS_SHOWN] + ([said] if more > 0 else [])
 
 
 def folded_note(folded) -> str:
