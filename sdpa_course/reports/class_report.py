@@ -69,16 +69,6 @@ def exercise_names(records: dict[str, dict]) -> list[str]:
     return sorted({ex for r in records.values() for ex in r.get("exercises") or {}})
 
 
-def diagnosis_counts(records: dict[str, dict]) -> Counter:
-    """How many students got each diagnosis (once per student, whatever the exercise)."""
-    counts: Counter = Counter()
-    for record in records.values():
-        codes = {code for ex in (record.get("exercises") or {}).values()
-                 for code in ex.get("diagnoses") or []}
-        counts.update(codes)
-    return counts
-
-
 def students_by_diagnosis(records: dict[str, dict], exercise: str) -> dict[str, list[str]]:
     """Code -> the students with it on `exercise`, in the codes' order."""
     found: dict[str, list[str]] = defaultdict(list)
