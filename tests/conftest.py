@@ -62,6 +62,11 @@ PRIVATE_DIRS = {
     "IPYTHONDIR": "ipython",
     "MPLCONFIGDIR": "matplotlib",
     "npm_config_cache": "npm",
+    # pip's user agent runs `rustc --version` whenever rustc is on PATH: rustup's proxy then
+    # writes its settings into RUSTUP_HOME (~/.rustup), here the session's own folder
+    "RUSTUP_HOME": "rustup",
+    # hypothesis keeps its examples in the working directory's .hypothesis/ otherwise
+    "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis",
 }
 # Set for the whole session: variable -> value.
 SESSION_SETTINGS = {"SDPA_COURSE_WARM_SANDBOX": "0"}

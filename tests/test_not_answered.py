@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from grade_course_factory import answer_key, released_course, submit, variant_of
 
 from autograder.corpus import case as corpus_case
 from autograder.diagnoses import unanswered
@@ -30,7 +31,6 @@ from autograder.report import render_text
 from autograder.submission import SubmittedCell
 from autograder.variants import DEFAULT
 from sdpa_course.grading import grade as pipeline
-from tests.grade_course_factory import answer_key, released_course, submit, variant_of
 
 REQUIRED = ("ex1", "ex2", "ex3")
 # What a blank must never read as, on any page or in any file.
