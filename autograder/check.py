@@ -32,10 +32,10 @@ UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolat
                    "(never grade others' this way)")
 
 
-def _load_suites(collect) -> None:
+def _load_engine(load) -> None:
     try:
-        collect()
-    except Exception:  # noqa: BLE001 - the engine collects them again, and says what failed
+        load()
+    except Exception:  # noqa: BLE001 - the engine imports them again, and says what failed
         pass
 
 
@@ -51,14 +51,12 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     pool = SandboxPool(keep_warm=idle_seconds())
     pool.start(wait=False)  # the zygote boots while the engine and the suites import
     # deferred: numpy, the engine and the suites import while the zygote boots
-    from autograder.engine import grade_cells
-    from autograder.report import render_text
-    from autograder.runner import collect
+    from autograder.engine import grade_cells, load
 
-    if pool.warm:  # no zygote to wait for: the suites load while the cells run
-        threading.Thread(target=_load_suites, args=(collect,), daemon=True).start()
+    if pool.warm:  # no zygote to wait for: the suites and diagnoses load while the cells run
+        threading.Thread(target=_load_engine, args=(load,), daemon=True).start()
     else:
-        collect()  # the hidden suites (and pytest, for their marks) load meanwhile too
+        load()  # the hidden suites, the diagnoses and the report load meanwhile too
 
     try:
         graded_as = {} if variant is None else {"variant": variant}
@@ -77,6 +75,8 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
         return 1
     finally:
         pool.close()
+    from autograder.report import render_text  # deferred: the engine imported it by now
+
     shown = report["variant"].get("shown")
     if variant is None and shown not in (None, report["variant"]["label"]):
         # the notebook showed a student's numbers (its own, most likely): say how to check them

@@ -33,11 +33,12 @@ vanish (`python tests/test_tolerances.py` prints them).
 - `HAND`, exercise 1: numbers rounded or truncated to three decimals (0.669 and 0.670 for
   0.6698); the closest slip, scores divided by d_k, moves the weights by 47 times that.
 - `BLOCKWISE_MEMORY`, exercise 4: the peak memory `attention_blockwise` may allocate in one
-  call at T = 2048 (d_k = d_v = 4, block = 64), as tracemalloc measures it in the sandbox: a
-  quarter of one T x T float64 matrix, 8 MiB. Blockwise code in the styles of the corpus
-  peaks at 4.2 to 4.4 MiB (all queries against one block of keys: a few (T, 64) arrays) or
-  0.2 MiB (tiles); the (T, T) scores alone are 32 MiB, four times the limit (a whole softmax
-  peaks at 96 MiB), and a causal mask built from np.ones((T, T)) at 68 MiB.
+  call on T * T scores at T = 2048 (d_k = d_v = 4; with the mask n = m = T and block = 64,
+  without it 128 queries against 32768 keys and block = 256), as tracemalloc measures it in
+  the sandbox: a quarter of one T x T float64 matrix, 8 MiB. Blockwise code in the styles of
+  the corpus peaks at 4.2 to 4.4 MiB (all queries against one block of keys: a few (T, 64)
+  arrays) or 0.2 MiB (tiles); the (T, T) scores alone are 32 MiB, four times the limit (a
+  whole softmax peaks at 96 MiB), and a causal mask built from np.ones((T, T)) at 68 MiB.
 - `BLOCKWISE_RESIDENT`, exercise 4: how far the same call may raise its process's memory
   high-water mark, read by the trusted side (`autograder.sandbox.gauge`), which the student's
   code cannot reset, patch or allocate around (an mmap, a forked process) as it can
@@ -84,7 +85,8 @@ class Tolerance:
 
 
 FLOAT_RESULTS = Tolerance(rtol=1e-4, atol=1e-4)
-BLOCKWISE_MEMORY_T = 2048  # n = m = T in exercise 4's memory test
+# exercise 4's memory test: n = m = T with the mask, n * m = T * T without
+BLOCKWISE_MEMORY_T = 2048
 # d_k = d_v there: the memory is the (T, block) and (T, T) arrays', whatever d is; a small d
 # keeps the call cheap (the matrix products scale with it, and the test runs per submission)
 BLOCKWISE_MEMORY_D = 4

@@ -18,15 +18,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.diagnoses import diagnose_submission, unanswered
-from autograder.heatmap import HEATMAP_CELL, causal_weights
-from autograder.report import build_report
-from autograder.runner import run_tests
 from autograder.skipping import split
 from autograder.student import Student
 from autograder.submission import SubmittedCell, read_content, read_submission
 from autograder.variants import DEFAULT, Variant
-from autograder.variants.shown import shown_label
 
 # The environment variable the notebook's *Your numbers* cell reads the student id from, set
 # in the sandbox to the id the submission is graded as (as JupyterHub sets JUPYTERHUB_USER):
@@ -61,6 +56,17 @@ def grade_content(
                        pool=pool, variant=variant)
 
 
+def load() -> None:
+    """Import what grading needs once the cells have run (the hidden suites, the diagnoses,
+    the report): `check` does it in a thread while a warm sandbox forks its worker and runs
+    the cells, instead of before; `grade_cells` imports them itself otherwise."""
+    from autograder import diagnoses, heatmap, report  # noqa: F401 - deferred: see above
+    from autograder.runner import collect
+    from autograder.variants import shown  # noqa: F401 - deferred: see above
+
+    collect()
+
+
 def _student_id_cell(variant: Variant):
     """A first cell, run before the student's: the id the submission is graded as."""
     from autograder.sandbox import Cell  # deferred: numpy, after `check` starts the zygote
@@ -83,6 +89,13 @@ def grade_cells(
     setup = [_student_id_cell(variant)] if variant.student else []
     with Sandbox(setup + sandboxed, limits=limits, pool=pool) as sandbox:
         outcomes = sandbox.start()[len(setup):]  # 2. run the cells, the student's own reported
+        # deferred: `check` imports these while the cells run (`load`)
+        from autograder.diagnoses import diagnose_submission, unanswered
+        from autograder.heatmap import HEATMAP_CELL, causal_weights
+        from autograder.report import build_report
+        from autograder.runner import run_tests
+        from autograder.variants.shown import shown_label
+
         student = Student(sandbox, variant)
         # what the notebook says it showed (reported, not used), read before any hidden call
         # could set it: a call's doings are the student's words about hidden inputs

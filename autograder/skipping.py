@@ -115,16 +115,22 @@ def _dynamic(node: ast.AST, parents: dict) -> bool:
     return False
 
 
-def cell_names(source: str) -> Names:
+def _parsed(source: str) -> ast.Module | bool:
+    """The cell's syntax tree; False when it never compiles (so never runs: it reads
+    nothing), True when it is too much for this parser (it may read anything)."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):  # it never compiles, so never runs: reads nothing
-        return Names(frozenset(), frozenset(), False)
-    except (RecursionError, MemoryError):  # too much for this parser: it may read anything
-        return Names(frozenset(), frozenset(), True)
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    except (RecursionError, MemoryError):
+        return True
+
+
+def _reads(tree: ast.Module) -> tuple[frozenset[str], bool]:
+    """The names a parsed cell reads, and whether it reaches names dynamically."""
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     reads, dynamic = set(), False
-    for node in ast.walk(tree):
+    for node in parents:  # every node but the module itself, which reads nothing
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Load, ast.Del)):
             reads.add(node.id)  # `del x` needs x too
         elif isinstance(node, ast.Attribute):
@@ -133,7 +139,15 @@ def cell_names(source: str) -> Names:
                 and node.value.isidentifier():
             reads.add(node.value)  # getattr(obj, "x"), globals().get("x")
         dynamic = dynamic or _dynamic(node, parents)
-    return Names(frozenset(_module_bindings(tree)), frozenset(reads), dynamic)
+    return frozenset(reads), dynamic
+
+
+def cell_names(source: str) -> Names:
+    tree = _parsed(source)
+    if isinstance(tree, bool):
+        return Names(frozenset(), frozenset(), tree)
+    reads, dynamic = _reads(tree)
+    return Names(frozenset(_module_bindings(tree)), reads, dynamic)
 
 
 def _known(grade_id: str | None) -> tuple | None:
@@ -148,9 +162,12 @@ def tag_of(grade_id: str | None, source: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_names(source: str) -> Names:
-    """`cell_names`, once per source in a grading process (the lesson's cells repeat)."""
-    return cell_names(source)
+def _cached_reads(source: str) -> tuple[frozenset[str], bool]:
+    """What a cell that runs reads, and whether dynamically (`cell_names` without what it
+    binds, which `split` does not need: half the time), once per source in a grading process
+    (the lesson's cells repeat)."""
+    tree = _parsed(source)
+    return (frozenset(), tree) if isinstance(tree, bool) else _reads(tree)
 
 
 def kept_anyway(candidates: dict[int, frozenset[str]], sources: list[str]) -> dict[int, str]:
@@ -165,10 +182,10 @@ def kept_anyway(candidates: dict[int, frozenset[str]], sources: list[str]) -> di
     for index, source in enumerate(sources):
         if index in candidates or not any(word in source for word in words):
             continue
-        names = _cached_names(source)
-        if names.dynamic:
+        reads, dynamic = _cached_reads(source)
+        if dynamic:
             return {i: "a cell that runs reaches names dynamically" for i in candidates}
-        read |= names.reads & bound
+        read |= reads & bound
     kept = {}
     for index, defines in candidates.items():
         needed = sorted(defines & read)

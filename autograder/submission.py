@@ -179,15 +179,19 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
             continue
         source = cell.get("source", "")
         if isinstance(source, list):
-            source = "".join(str(line) for line in source)
+            try:
+                source = "".join(source)
+            except TypeError:  # a line that is no string (hostile JSON): as its text
+                source = "".join(str(line) for line in source)
         if not isinstance(source, str):
             raise SubmissionError(f"{name}: cell {index} has no readable source")
-        source = _LONE_SURROGATE.sub("\ufffd", source)  # as `replace_lone_surrogates`
+        if not source.isascii():  # as `replace_lone_surrogates`
+            source = _LONE_SURROGATE.sub("\ufffd", source)
         grade_id = _grade_id(cell)
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         prefix = (grade_id or "").partition("_")[0]
         lesson_tag = tag_of(grade_id, source)  # the source as handed in, before any rewriting
-        if len(source) <= budget and _MAGIC_LINE.search(source):
+        if len(source) <= budget and _may_hold_magic(source) and _MAGIC_LINE.search(source):
             budget -= len(source)
             source = transform_magics(source)
         out.append(
@@ -202,6 +206,12 @@ def notebook_cells(notebook: dict, *, name: str = "notebook") -> list[SubmittedC
             )
         )
     return out
+
+
+def _may_hold_magic(source: str) -> bool:
+    """Whether `_MAGIC_LINE` can match at all (each of its forms needs one of these
+    characters): most cells are not searched line by line."""
+    return "%" in source or "!" in source or "?" in source
 
 
 def _nbgrader(cell: dict) -> dict:

@@ -70,3 +70,17 @@ def test_imports_with_the_collector_paused_leave_it_as_it_was():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_engine_imports_what_grades_once_the_cells_run_or_when_check_loads_it():
+    """`check` imports the suites, the diagnoses and the report in a thread while a warm
+    sandbox runs the cells (`engine.load`): importing the engine leaves them out."""
+    script = ("import json, sys\nimport autograder.engine as engine\nnames = "
+              "['autograder.diagnoses', 'autograder.runner', 'autograder.report', "
+              "'autograder.heatmap', 'autograder.suites.test_ex3']\n"
+              "before = [n for n in names if n in sys.modules]\nengine.load()\n"
+              "print(json.dumps([before, [n for n in names if n in sys.modules]]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    before, after = json.loads(done.stdout)
+    assert before == [] and len(after) == 5

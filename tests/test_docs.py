@@ -36,6 +36,25 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert _quick_start_commands()[1] in ci_lines
 
 
+def _recipe(makefile: str, target: str) -> list[str]:
+    """The command lines of `target`'s recipe in the Makefile."""
+    body = re.search(rf"^{target}:.*\n((?:\t.*\n)*)", makefile, re.M)
+    assert body, target
+    return [line.strip() for line in body.group(1).splitlines()]
+
+
+def test_make_test_and_make_test_slow_split_the_suite_and_ci_runs_both():
+    """`make test` runs every test not marked slow, `make test-slow` the slow ones; CI runs
+    both, the slow part after the README's command and under the same environment."""
+    makefile = (ROOT / "Makefile").read_text()
+    quick, slow = _recipe(makefile, "test"), _recipe(makefile, "test-slow")
+    assert quick[-1].endswith('-m pytest -m "not slow"'), quick
+    assert slow[-1].endswith("-m pytest -m slow"), slow
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert ci_lines.index("make test") < ci_lines.index("make test-slow")
+    assert re.search(r"^test-all: test test-slow$", makefile, re.M)
+
+
 def test_contract_copy_matches_the_shared_contract():
     shared = ROOT.parent / "shared" / "CONTRACT.md"
     if not shared.exists():

@@ -269,3 +269,25 @@ def test_numbers_that_are_not_yours_are_said_once_per_exercise(course):
         assert result["diagnoses"] == ["other-variant"]
         messages = [t["message"] for t in result["tests"] if not t["passed"]]
         assert sum("numbers that are not yours" in m for m in messages) == 1, messages
+
+
+def test_full_marks_are_not_parsed_for_stubs_and_a_failure_is(monkeypatch):
+    """Parsing every cell for its stubs costs milliseconds per submission: only a failed test
+    can be not-answered, so only then are they parsed."""
+    from autograder.runner import TestResult
+
+    parsed = []
+    monkeypatch.setattr(unanswered, "stubs", lambda cells: parsed.append(cells) or {})
+    passed = [TestResult("ex1", "scores", 1.0, passed=True)]
+    assert unanswered.mark(passed, ["the cells"]) == passed and parsed == []
+    failed = [*passed, TestResult("ex1", "weights", 1.0, passed=False)]
+    assert unanswered.mark(failed, ["the cells"]) == failed and parsed == [["the cells"]]
+
+
+def test_only_a_cell_error_worded_as_a_stubs_has_the_cells_parsed():
+    def outcome(error):
+        return type("Outcome", (), {"error": error})()
+
+    stub = "NotImplementedError: Exercise 3: write attention() here (line 4)"
+    assert unanswered.stub_raised([outcome(""), outcome(stub)])
+    assert not unanswered.stub_raised([outcome(""), outcome(None), outcome("ValueError: " + stub)])

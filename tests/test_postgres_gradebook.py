@@ -24,7 +24,7 @@ from sdpa_course.course.release import release_assignment
 from sdpa_course.demo import notebook_from_source
 from sdpa_course.grading.grade import grade_course
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 CASES = ("ex1-no-scaling", "ex3-mask-inverted", "syntax-error")
 

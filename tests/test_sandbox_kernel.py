@@ -181,3 +181,18 @@ def test_cgroup_v2_is_used_only_when_it_offers_the_three_controllers(tmp_path):
 def test_a_mount_point_with_a_space_is_decoded():
     mounts = cgroups._mounts("31 30 0:27 / /sys/fs/my\\040cgroups rw - cgroup cgroup rw,pids\n")
     assert mounts[0][0] == "/sys/fs/my cgroups"
+
+
+def test_the_reason_no_cgroup_can_be_made_is_the_same_in_every_process(monkeypatch, tmp_path):
+    """An ordinary user's refusal names the hierarchy, not the pool's own random folder, so
+    two graders' warnings are equal (they are compared and grouped across a class)."""
+    hierarchy = tmp_path / "cpu"
+    hierarchy.mkdir()
+    monkeypatch.setattr(cgroups, "locate", lambda info, member: ("v1", {str(hierarchy): ["cpu"]}))
+
+    def refused(path, *args):
+        raise PermissionError(errno.EACCES, "Permission denied", path)
+
+    monkeypatch.setattr(cgroups.os, "mkdir", refused)
+    reasons = {cgroups.Cgroups.create()[1] for _ in range(3)}
+    assert reasons == {f"cgroups cannot be created here (Permission denied: {hierarchy})"}

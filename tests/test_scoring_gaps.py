@@ -223,15 +223,18 @@ def test_the_memory_point_needs_the_right_answer_at_the_measured_size(variant):
     for blockwise in (p.BLOCKWISE_KEYS, p.BLOCKWISE_TILES, p.BLOCKWISE_FLOAT32):
         assert _passes(memory, Student(blockwise, variant=variant))
     assert not _passes(memory, Student(p.BLOCKWISE_NOT_AT_SIZE, variant=variant))
-    # right everywhere but on one row the test compares (the first, the last, a drawn one)
-    for rows in test_ex4.memory_rows(variant):
-        for row in (0, int(rows[7]), test_ex4.MEMORY_T - 1):
+    # right everywhere but on one row a measured call compares (the first, the last, a drawn
+    # one), in that call only: without the mask (n = LONG_N), with it (n = T)
+    for rows, n in ((test_ex4.long_rows(variant), test_ex4.LONG_N),
+                    (test_ex4.memory_rows(variant), test_ex4.MEMORY_T)):
+        for row in (0, int(rows[len(rows) // 2]), n - 1):
             spoiled = p.BLOCKWISE_KEYS + f"""
 _right = attention_blockwise
 
 def attention_blockwise(Q, K, V, causal=False, block=64):
     out = _right(Q, K, V, causal, block)
-    out[{row}] += 0.01
+    if len(out) == {n}:
+        out[{row}] += 0.01
     return out
 """
             assert not _passes(memory, Student(spoiled, variant=variant)), row
@@ -245,8 +248,8 @@ def test_a_catalogued_slip_keeps_the_memory_point_that_its_value_tests_do_not_gi
     for slip in (p.BLOCKWISE_NO_RESCALE, p.BLOCKWISE_PER_BLOCK_NORMALISER,
                  p.BLOCKWISE_CAUSAL_OFF_BY_ONE, p.BLOCKWISE_CAUSAL_IGNORED):
         assert _passes(memory, Student(slip, variant=variant)), slip
-    (Q, K, V), causal = test_ex4.memory_inputs(variant)[1]
-    rows = test_ex4.memory_rows(variant)[1]
+    Q, K, V = test_ex4.memory_inputs(variant)
+    causal, rows = True, test_ex4.memory_rows(variant)
     assert causal and not test_ex4.slip_explains(Q[rows, :V.shape[1]], Q, K, V, causal, rows)
     right = test_ex4.rows_expected(Q, K, V, causal, rows)  # (16, d_v)
     assert test_ex4.slip_explains(right, Q, K, V, causal, rows)
@@ -317,9 +320,12 @@ def test_an_uncatalogued_causal_slip_keeps_the_memory_point_and_a_hidden_one_is_
 def test_the_compared_rows_are_the_edges_and_drawn_for_each_student():
     seen = set()
     for variant in VARIANTS:
-        for rows in test_ex4.memory_rows(variant):
-            assert len(set(rows.tolist())) == test_ex4.MEMORY_ROWS
-            assert rows[0] == 0 and rows[-1] == test_ex4.MEMORY_T - 1
+        for rows, n, count in ((test_ex4.memory_rows(variant), test_ex4.MEMORY_T,
+                                test_ex4.MEMORY_ROWS),
+                               (test_ex4.long_rows(variant), test_ex4.LONG_N,
+                                test_ex4.LONG_ROWS)):
+            assert len(set(rows.tolist())) == count
+            assert rows[0] == 0 and rows[-1] == n - 1
             seen.add(rows.tobytes())
     assert len(seen) == 2 * len(VARIANTS)
 

@@ -233,3 +233,16 @@ def test_the_answer_key_leaves_out_the_lesson_s_cells_and_reads_the_heatmap(key_
     weights = np.array(report["heatmap"]["weights"])  # (8, 8)
     assert weights.shape == (8, 8) and np.allclose(weights.sum(axis=1), 1.0)
     assert np.all(np.triu(weights, k=1) == 0.0)
+
+
+@pytest.mark.parametrize("source", [
+    "x = globals()[name]", "x = globals().get('STUDENT_ID')", "import __main__",
+    "def f(:\n    _helper()", "def f():\n    global g\n    g = h.attr\n    del k\n",
+    "y = getattr(obj, 'named')\nz = sys.modules['__main__']",
+])
+def test_what_split_reads_of_a_cell_is_what_cell_names_reads(source, key_json):
+    """`split` reads a running cell's names without what it binds (half the time): the same
+    reads and dynamic access as `cell_names`, for the lesson's cells and code like students'."""
+    for text in [source] + [c.source for c in notebook_cells(key_json)]:
+        names = skipping.cell_names(text)
+        assert skipping._cached_reads(text) == (names.reads, names.dynamic)

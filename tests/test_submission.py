@@ -218,3 +218,23 @@ def test_half_a_surrogate_pair_is_read_as_a_replacement_character_everywhere():
     assert replace_lone_surrogates(document) == 3
     assert document == {"a\ufffd": ["\ufffd", {"k": "ok \U0001f600 \ufffd"}], "n": 1}
     json.dumps(document, ensure_ascii=False).encode("utf-8")  # now writable
+
+
+def test_a_cell_is_searched_for_magics_only_when_one_could_match():
+    """`_may_hold_magic` skips the line-by-line search where it cannot match: every form of
+    IPython syntax above passes it, and text without its characters never matches."""
+    import itertools
+
+    from autograder.submission import _MAGIC_LINE, _may_hold_magic
+
+    assert all(_may_hold_magic(source) for source in IPYTHON_SYNTAX)
+    pieces = ["x", " ", "\t", "\n", "\r", "=", "%", "!", "?", "#", "'"]
+    for text in map("".join, itertools.product(pieces, repeat=4)):
+        assert _may_hold_magic(text) or not _MAGIC_LINE.search(text), repr(text)
+
+
+def test_a_notebook_source_with_lines_that_are_not_text_reads_them_as_text():
+    nb = json.loads(ANSWER_KEY.read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    cell["source"] = ["x = ", 1, "\n"]  # hostile JSON: a number among the lines
+    assert read_content(nb, name="a.ipynb")[0].source == "x = 1\n"

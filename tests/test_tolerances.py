@@ -265,14 +265,14 @@ BLOCKWISE = [case for case in GRADED
 
 
 def peak_bytes(function) -> int:
-    """The largest peak of the memory test's two calls (without and with the mask), on the
-    lesson's inputs: every student's have the same shape, and only the shape sets the memory
-    a call allocates."""
+    """The largest peak of the memory test's two calls held to its limits (without the mask,
+    a few queries against many keys; with it, at T), on the lesson's inputs: every student's
+    have the same shapes, and only the shapes set the memory a call allocates."""
     peaks = []
-    for (Q, K, V), causal in test_ex4.memory_inputs(DEFAULT):
+    for _, Q, K, V, causal, block, _ in test_ex4.memory_calls(DEFAULT):
         tracemalloc.start()
         try:
-            call_quietly(function, Q, K, V, causal=causal, block=64)
+            call_quietly(function, Q, K, V, causal=causal, block=block)
             peaks.append(tracemalloc.get_traced_memory()[1])
         finally:
             tracemalloc.stop()
@@ -302,27 +302,25 @@ def test_blockwise_memory_of_every_correct_style_is_well_inside_the_limit(blockw
 
 
 def test_the_rows_the_memory_test_compares_are_far_inside_the_tolerance():
-    """Every correct blockwise style's answer at T = 2048 on the rows the memory test compares
-    with the reference (float32 inside the function included), on the lesson's inputs and on
-    students' own."""
+    """Every correct blockwise style's answer at the memory test's sizes on the rows it
+    compares with the reference (float32 inside the function included), on the lesson's
+    inputs and on students' own."""
     for case in BLOCKWISE:
         if case.kind != "correct":
             continue
         function = run_case(case)["attention_blockwise"]
         for variant in VARIANTS[:3]:
-            calls = zip(test_ex4.memory_inputs(variant), test_ex4.memory_rows(variant),
-                        strict=True)
-            for ((Q, K, V), causal), rows in calls:
-                out = call_quietly(function, Q, K, V, causal=causal, block=64)  # (T, d_v)
+            for _, Q, K, V, causal, block, rows in test_ex4.memory_calls(variant):
+                out = call_quietly(function, Q, K, V, causal=causal, block=block)  # (n, d_v)
                 expected = test_ex4.rows_expected(Q, K, V, causal, rows)  # (rows, d_v)
                 ratio = FLOAT_RESULTS.ratio(np.asarray(out, dtype=float)[rows], expected)
                 assert ratio <= 1 / MARGIN, (case.name, variant.label, causal, ratio)
 
 
 def long_probe_growth(function) -> int:
-    """How much higher the keys-in-blocks probe's peak is at its wide block than at its
+    """How much higher the keys-in-blocks comparison's peak is at its wide block than at its
     narrow one (the memory test's `not_in_blocks`), as tracemalloc sees it."""
-    Q, K, V = test_ex4.long_inputs(DEFAULT)
+    Q, K, V = test_ex4.compared_inputs(DEFAULT)
     peaks = []
     for block in (ex4_diagnoses.LONG_BLOCK, ex4_diagnoses.WIDE_BLOCK):
         tracemalloc.start()
@@ -352,15 +350,15 @@ def test_the_keys_in_blocks_probe_tells_blocks_far_from_whole_rows():
 
 def resident_growth(pool: SandboxPool, case) -> tuple[int, int]:
     """(largest growth of the worker's high-water mark, largest traced peak) over the memory
-    test's two calls, in a sandbox as the grader runs them (the gauge exists only there).
-    The memory call is the worker's first call: pages of code and of the sandbox's messages
-    touched for the first time count, as they would if it ran first."""
+    test's two calls held to its limits, in a sandbox as the grader runs them (the gauge
+    exists only there). The memory call is the worker's first call: pages of code and of the
+    sandbox's messages touched for the first time count, as they would if it ran first."""
     resident, traced = [], []
     with Sandbox([Cell(case.source, "submission")], pool=pool) as sandbox:
         sandbox.start()
-        for (Q, K, V), causal in test_ex4.memory_inputs(DEFAULT):
+        for _, Q, K, V, causal, block, _ in test_ex4.memory_calls(DEFAULT):
             _, use = sandbox.call_measuring_memory("attention_blockwise", Q, K, V,
-                                                   causal=causal, block=64)
+                                                   causal=causal, block=block)
             resident.append(max(use.resident, use.touched or 0))  # either figure of the gauge
             traced.append(use.traced)
     return max(resident), max(traced)

@@ -339,11 +339,8 @@ def test_the_default_variant_keeps_the_lesson_s_exercise_4_inputs():
     Q, K, V = lesson(406, 6, 10, 3, 2)
     assert np.array_equal(moderate[0], np.hstack([Q, np.zeros((6, 1))]))
     assert np.array_equal(large[1], np.hstack([K, np.full((10, 1), 40.0)]))
-    for ((Q, K, V), causal), seed in zip(test_ex4.memory_inputs(DEFAULT), (407, 408),
-                                         strict=True):
-        assert all(np.array_equal(a, b) for a, b in zip((Q, K, V), lesson(seed, 2048, 2048,
-                                                                          4, 4), strict=True))
-        assert causal == (seed == 408)
+    assert all(np.array_equal(a, b) for a, b in zip(test_ex4.memory_inputs(DEFAULT),
+                                                    lesson(408, 2048, 2048, 4, 4), strict=True))
 
 
 def test_every_students_exercise_4_inputs_keep_what_the_tests_rely_on():
@@ -375,12 +372,14 @@ def test_every_students_exercise_4_inputs_keep_what_the_tests_rely_on():
         assert np.allclose(gain, 800.0) and moderate[1].shape[0] > 3
         seen.add(inputs["blockwise_matches_attention_without_mask"][0][0].tobytes())
         if student in CLASS[:20]:
-            memory = test_ex4.memory_inputs(variant)
-            assert [causal for _, causal in memory] == [False, True]
-            for (Q, K, V), _ in memory:  # the shape the limits are set at, values their own
-                assert Q.shape == K.shape == V.shape == (test_ex4.MEMORY_T, test_ex4.MEMORY_D)
-            assert not np.array_equal(memory[0][0][0], memory[1][0][0])
-            memory_seen.add(memory[0][0][0][:4].tobytes())
+            # the shapes the limits are set at, values their own
+            Q, K, V = test_ex4.memory_inputs(variant)
+            assert Q.shape == K.shape == V.shape == (test_ex4.MEMORY_T, test_ex4.MEMORY_D)
+            Q, K, V = test_ex4.long_inputs(variant)
+            assert Q.shape == (test_ex4.LONG_N, test_ex4.MEMORY_D)
+            assert K.shape == V.shape == (test_ex4.LONG_M, test_ex4.MEMORY_D)
+            assert test_ex4.LONG_N * test_ex4.LONG_M == test_ex4.MEMORY_T ** 2
+            memory_seen.add(test_ex4.memory_inputs(variant)[0][:4].tobytes() + Q[:4].tobytes())
     assert len(seen) == len(CLASS) and len(memory_seen) == 20
 
 
@@ -634,3 +633,26 @@ def test_lesson_numbers_and_the_default_answers_read_as_before():
                           "d_k": 2}
     assert LESSON_EX2 == {"gap": 8, "d_k": 64}
     assert _figures(DEFAULT.ex2.expected()["grad_unscaled"]) == 3.35e-4
+
+
+def _rounded_as_defined(attn) -> bool:
+    """`test_ex3._rounded` as its docstring defines it, summed one numpy scalar at a time."""
+    exact = [math.fsum(float(x) for x in row) for row in attn]
+    return (max(abs(total - 1) for total in exact) <= test_ex3.ROUNDING_AT_MOST
+            and bool((attn.sum(axis=-1) != 1).any()) and any(total != 1 for total in exact))
+
+
+def test_the_check_matrices_rounding_test_decides_as_defined():
+    """The quick form of `_rounded` (the cheap test first, rows summed from Python floats)
+    accepts and rejects what the definition does: every drawn matrix stays the same."""
+    rng = np.random.default_rng(7)
+    decided = []
+    for T, dtype in itertools.product((1, 4, 9, 40, 80), (np.float32, np.float64)):
+        for _ in range(30):
+            attn = test_ex3.causal_weights(rng, T, dtype)  # (T, T)
+            short = attn.copy()  # (T, T)
+            short[-1] *= 0.999  # a row beyond rounding
+            for matrix in (attn, short, np.eye(T, dtype=dtype)):  # eye: rows exactly 1
+                decided.append(test_ex3._rounded(matrix))
+                assert decided[-1] == _rounded_as_defined(matrix), (T, dtype)
+    assert True in decided and False in decided

@@ -24,7 +24,9 @@ Not run by the test suite: a full run takes hours on 2 cores (each mutant reruns
 `--sample N` runs N of each target's mutants drawn at random (`--seed` makes the draw
 repeatable; the others are counted as `not sampled`), and `--budget SECONDS` stops each
 run after that long (all targets together) and reports what finished (the rest counted
-as `pending`).
+as `pending`). Every mutant whose tests ran is listed in OUT/<target>.json with its outcome;
+`--exclude-from OUT/a.json OUT/b.json ...` leaves those out of a later run (counted as
+`ran before`), so that runs add up without counting a mutant twice.
 """
 
 from __future__ import annotations
@@ -71,15 +73,27 @@ TARGETS = {t.name: t for t in (
            "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py "
            "tests/test_engine_parts.py tests/test_corpus.py"),
     Target("compare-quick", ("autograder/compare.py",),
-           "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py",
+           "tests/test_compare.py tests/test_tolerances.py tests/test_hostile_values.py "
+           "tests/test_fair_messages.py::"
+           "test_two_significant_figures_are_told_to_give_three_and_not_called_imprecise",
            "compare's mutants against its quick tests alone (no corpus, no engine): a sample "
            "that fits in an hour on a loaded machine; `compare` runs the whole set"),
     Target("diagnoses", ("autograder/diagnoses",),
            "tests/test_hostile_values.py tests/test_engine_parts.py tests/test_corpus.py "
            "tests/test_names.py"),
+    Target("diagnoses-quick", ("autograder/diagnoses",),
+           "tests/test_mutants_diagnoses.py tests/test_names.py tests/test_not_answered.py "
+           "tests/test_fair_isolation.py "
+           "tests/test_fair_messages.py tests/test_hostile_values.py tests/test_scoring_gaps.py "
+           "-k 'not memory_point'",
+           "the diagnoses' mutants against the tests that grade slips in this process (the "
+           "hidden suites and diagnoses called on the corpus's pieces, no sandbox, no corpus "
+           "run): about 2 minutes unmutated under load, where `diagnoses` takes 10-20"),
     Target("limits", ("autograder/sandbox/limits.py",),
            "tests/test_docs.py tests/test_sandbox.py -k 'limit or memory or timeout or output'"),
-    Target("isolation", ("autograder/sandbox/isolation.py",), "tests/test_sandbox.py"),
+    Target("isolation", ("autograder/sandbox/isolation.py",),
+           "tests/test_mutants_isolation.py tests/test_sandbox.py",
+           "tests/test_sandbox_isolation.py (slow: three graders) holds more of it"),
     Target("recording", ("sdpa_course/grading/recording.py",
                          "sdpa_course/grading/submissions.py",
                          "sdpa_course/grading/gradebook.py"),
@@ -189,20 +203,51 @@ def skip_annotation_mutants(session: Path) -> int:
 
 def sample_mutants(session: Path, size: int, seed: int) -> int:
     """Keep `size` of the pending mutants, drawn at random with `seed`; mark the others as
-    skipped. How many were left out."""
+    skipped. How many were left out. The draw is made from the mutants in the order of their
+    places in the source (cosmic-ray's job ids are new at each init), so that the same seed
+    on the same source draws the same mutants."""
     import random
 
     from cosmic_ray.work_db import use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     with use_db(str(session)) as db:
-        pending = sorted(item.job_id for item in db.pending_work_items)
+        pending = [item.job_id for item in sorted(
+            db.pending_work_items, key=lambda item: [
+                (str(m.module_path), m.operator_name, m.occurrence) for m in item.mutations])]
         chosen = set(random.Random(seed).sample(pending, min(size, len(pending))))
         left_out = [job for job in pending if job not in chosen]
         db.set_multiple_results(left_out, WorkResult(
             output="not sampled", test_outcome=None, diff=None,
             worker_outcome=WorkerOutcome.SKIPPED))
     return len(left_out)
+
+
+def mutant_key(path: str, operator: str, occurrence: int) -> str:
+    """A mutant's name that holds across sessions (cosmic-ray's job ids do not): the module,
+    relative to the checkout, the operator and which occurrence of it in the module."""
+    return f"{path} {operator} #{occurrence}"
+
+
+def read_excluded(paths: list[Path]) -> set[str]:
+    """The keys of the mutants that ran in the runs recorded in `paths` (OUT/<target>.json)."""
+    return {entry["key"] for path in paths for entry in json.loads(path.read_text())}
+
+
+def exclude_mutants(session: Path, tree: Path, excluded: set[str]) -> int:
+    """Mark the pending mutants that ran before (their key in `excluded`) as skipped; how
+    many."""
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    with use_db(str(session)) as db:
+        again = [item.job_id for item in db.pending_work_items
+                 if any(mutant_key(str(Path(m.module_path).relative_to(tree)), m.operator_name,
+                                   m.occurrence) in excluded for m in item.mutations)]
+        db.set_multiple_results(again, WorkResult(
+            output="ran before", test_outcome=None, diff=None,
+            worker_outcome=WorkerOutcome.SKIPPED))
+    return len(again)
 
 
 def environment(tree: Path) -> dict[str, str]:
@@ -218,8 +263,11 @@ def tool(name: str) -> str:
 
 
 def run_target(target: Target, out: Path, keep: bool, sample: int | None = None,
-               seed: int = 0, deadline: float | None = None) -> dict:
+               seed: int = 0, deadline: float | None = None,
+               excluded: frozenset[str] = frozenset()) -> dict:
     """Mutate, test, report: the target's counts, its survivors written to OUT/<name>.txt."""
+    if deadline is not None and deadline - time.monotonic() <= 0:
+        return {"target": target.name, "error": "not started: the budget was spent"}
     work = Path(tempfile.mkdtemp(prefix=f"mutation-{target.name}-"))
     tree = work / "tree"
     tree.mkdir()
@@ -251,6 +299,8 @@ def run_target(target: Target, out: Path, keep: bool, sample: int | None = None,
                         [tool("cosmic-ray"), "exec", str(config), str(session)]):
             if command == "annotations":
                 skip_annotation_mutants(session)
+                if excluded:
+                    exclude_mutants(session, tree, excluded)
                 if sample is not None:
                     sample_mutants(session, sample, seed)
                 continue
@@ -293,22 +343,32 @@ def run_for(command: list[str], seconds: float, **popen) -> bool:
 
 
 def summarise(target: Target, dump: str, tree: Path, out: Path, seconds: float) -> dict:
-    counts = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "not sampled": 0,
-              "pending": 0}
+    counts = {"killed": 0, "killed by timeout": 0, "survived": 0, "incompetent": 0,
+              "skipped": 0, "ran before": 0, "not sampled": 0, "pending": 0}
     survivors = []
+    ran = []  # every mutant whose tests ran: OUT/<target>.json, for --exclude-from
     for line in dump.splitlines():
         item, result = json.loads(line)
         if result is None:
             counts["pending"] += 1
             continue
         if result.get("worker_outcome") == "skipped":
-            counts["not sampled" if result.get("output") == "not sampled" else "skipped"] += 1
+            why = result.get("output")
+            counts[why if why in ("not sampled", "ran before") else "skipped"] += 1
             continue
         outcome = result.get("test_outcome")
         counts[outcome if outcome in counts else "incompetent"] += 1
+        # cosmic-ray counts tests that overran its timeout as killed: say which
+        timed_out = outcome == "killed" and result.get("output") == "timeout"
+        counts["killed by timeout"] += timed_out
+        ran += [{"key": mutant_key(str(Path(m["module_path"]).relative_to(tree)),
+                                   m["operator_name"], m["occurrence"]),
+                 "line": m["start_pos"][0],
+                 "outcome": "killed by timeout" if timed_out else outcome or "incompetent"}
+                for m in item["mutations"]]
         if outcome == "survived":
             survivors.append((item, result))
-    lines = [f"# {target.name}: {sum(counts.values())} mutants, "
+    lines = [f"# {target.name}: {sum(counts.values()) - counts['killed by timeout']} mutants, "
              + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
              + f"\n# tests: {target.tests} ({seconds:.0f} s unmutated)"]
     for item, result in survivors:
@@ -319,6 +379,7 @@ def summarise(target: Target, dump: str, tree: Path, out: Path, seconds: float) 
         lines.append(result.get("diff", "").replace(str(tree) + "/", ""))
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{target.name}.txt").write_text("\n".join(lines) + "\n")
+    (out / f"{target.name}.json").write_text(json.dumps(ran, indent=1) + "\n")
     return {"target": target.name, **counts, "report": str(out / f"{target.name}.txt")}
 
 
@@ -339,6 +400,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="the draw of --sample")
     parser.add_argument("--budget", type=float, metavar="SECONDS",
                         help="stop the run after this long and report what ran")
+    parser.add_argument("--exclude-from", type=Path, nargs="+", default=[], metavar="JSON",
+                        help="leave out the mutants that ran in these earlier runs "
+                             "(their OUT/<target>.json), before --sample draws")
     args = parser.parse_args()
     names = [n for t in args.targets for n in GROUPS.get(t, (t,))]
     unknown = [t for t in names if t not in TARGETS]
@@ -357,16 +421,18 @@ def main() -> int:
     print("start: load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     failed = False
     deadline = None if args.budget is None else time.monotonic() + args.budget
+    excluded = frozenset(read_excluded(args.exclude_from))
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for result in pool.map(lambda t: run_target(t, args.out, args.keep, args.sample,
-                                                        args.seed, deadline), chosen):
+                                                        args.seed, deadline, excluded), chosen):
             if "error" in result:
                 failed = True
                 print(f"{result['target']}: {result['error']}", flush=True)
             else:
                 counts = ", ".join(f"{result[k]} {k}" for k in
-                                   ("killed", "survived", "incompetent", "skipped",
-                                             "not sampled", "pending")
+                                   ("killed", "killed by timeout", "survived",
+                                    "incompetent", "skipped",
+                                             "ran before", "not sampled", "pending")
                                    if result[k])
                 print(f"{result['target']}: {counts}; survivors in {result['report']}",
                       flush=True)

@@ -18,7 +18,7 @@ from autograder.diagnoses.codes import CODES, ordered
 from autograder.diagnoses.failures import cell_codes
 from autograder.diagnoses.modules import find_missing_modules
 from autograder.diagnoses.unanswered import CODE as NOT_ANSWERED
-from autograder.diagnoses.unanswered import stubs
+from autograder.diagnoses.unanswered import stub_raised, stubs
 from autograder.exercises import EXERCISES, NAME_TO_EXERCISE
 from autograder.runner import not_attempted
 from autograder.sandbox import StudentError
@@ -53,7 +53,9 @@ def diagnose_submission(
     results: the runner's TestResults; cells and outcomes: what ran when the submission
     was loaded; forbidden_imports: modules the submission tried to import.
     """
-    from_cells = cell_codes(cells, outcomes, forbidden_imports, stubs(cells))
+    # the cells' stubs, parsed only when a cell's error may be one's (full marks: never)
+    found = stubs(cells) if stub_raised(outcomes) else {}
+    from_cells = cell_codes(cells, outcomes, forbidden_imports, found)
     for names in find_missing_modules(cells, outcomes, results).values():
         for name in names:
             from_cells[NAME_TO_EXERCISE[name]].add("missing-module")

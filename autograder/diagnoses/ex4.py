@@ -11,15 +11,16 @@
   it should see 0 to t, at some queries at least (at every diagonal, or only where a block
   starts), is `blockwise-causal-off-by-one`; every key seen by every query is `mask-ignored`.
 - Large scores giving NaN or inf where moderate ones did not: `unstable-softmax`.
-- Memory: a call at T = 2048 that allocates more than a quarter of a T x T float64 matrix,
-  the memory test's limit, or raises its process's memory high-water mark past the test's
-  bound (as read from outside the process: a peak hidden from tracemalloc), or touches that
-  much memory written before or during it (a buffer made in advance), holds a whole (T, T)
-  array at once (`blockwise-quadratic-memory`).
+- Memory: a call at T = 2048 with the causal mask that allocates more than a quarter of a
+  T x T float64 matrix, the memory test's limit, or raises its process's memory high-water
+  mark past the test's bound (as read from outside the process: a peak hidden from
+  tracemalloc), or touches that much memory written before or during it (a buffer made in
+  advance), holds a whole (T, T) array at once (`blockwise-quadratic-memory`).
 - The keys in blocks: within those limits at T = 2048, but answering a few queries against
-  many keys (LONG_N against LONG_M) over the limits, or with a peak that does not grow with
-  `block` (WIDE_BLOCK against LONG_BLOCK), the code takes each query's whole row of keys, or one key
-  at a time, not `block` keys at a time (`blockwise-keys-not-blocked`).
+  many keys without the mask (LONG_N against LONG_M, n * m = T * T) over the limits, or with
+  a peak that does not grow with `block` (WIDE_BLOCK against LONG_BLOCK, on COMPARED_M of
+  those keys), the code takes each query's whole row of keys, or one key at a time, not
+  `block` keys at a time (`blockwise-keys-not-blocked`).
 """
 
 from __future__ import annotations
@@ -190,19 +191,28 @@ def _stability_codes(prober) -> set[str]:
     return {"unstable-softmax"} if large is None or not np.all(np.isfinite(large)) else set()
 
 
-# The keys-in-blocks probe (the memory test's too): a few queries against many keys, n * m =
-# T * T, so the memory test's limits hold as they are; and the same call at a wider block.
+# The memory test's call without the mask: a few queries against many keys, n * m = T * T,
+# so that its limits hold as they are (the whole (n, m) scores, or a block of queries against
+# all the keys, are over them); then the keys-in-blocks comparison: the same queries against
+# the first COMPARED_M of those keys, at two blocks.
 LONG_N = 128  # queries
 LONG_M = BLOCKWISE_MEMORY_T * BLOCKWISE_MEMORY_T // LONG_N  # keys: 32768
 MEMORY_BLOCK = 64  # the memory test's block at T = 2048
-# The probe's two blocks. Keys taken `block` at a time hold at least one (rows, block) array
-# of scores, a query at a time or all together, so the wide call's peak is higher by at least
-# half of one float32 row of the extra width (WIDER_BYTES); code whose memory ignores `block`
-# (whole rows of keys, one key at a time) peaks the same at both. The narrow block is not
-# smaller, so that code keeping a summary per block (m / block of them, Rabe and Staats'
-# chunks) still peaks higher at the wide one.
+# The comparison's two blocks. Keys taken `block` at a time hold at least one (rows, block)
+# array of scores, a query at a time or all together, so the wide call's peak is higher by
+# at least half of one float32 row of the extra width (WIDER_BYTES); code whose memory
+# ignores `block` (whole rows of keys, one key at a time) peaks the same at both. The narrow
+# block is not smaller, so that code keeping a summary per block (m / block of them, Rabe and
+# Staats' chunks) still peaks higher at the wide one.
 LONG_BLOCK, WIDE_BLOCK = 256, 2048
 WIDER_BYTES = (WIDE_BLOCK - LONG_BLOCK) * 4 // 2
+# The comparison's keys: two wide blocks (sixteen narrow ones). Both calls take the same
+# inputs, so memory that follows the keys and not the block (copies of K and V, a float32
+# cast) is the same in both and cancels out; a peak that follows the keys (a query's whole
+# row) is as high at the narrow block as at the wide one, whatever the number of keys. An
+# eighth of LONG_M: the wide call's (LONG_N, WIDE_BLOCK) blocks cost the same per key as the
+# narrow call's, and fewer keys cost less.
+COMPARED_M = 2 * WIDE_BLOCK
 
 
 def over_limits(use) -> bool:
@@ -223,25 +233,29 @@ def not_in_blocks(narrow, wide) -> bool:
 
 
 def _memory_codes(prober) -> set[str]:
-    """The memory test's measure, on inputs of its own: over the limit either way at T =
-    2048; or within it there, but not with the keys taken a block at a time."""
+    """The memory test's measure, on inputs of its own: over the limit with the mask at T =
+    2048; or within it there, but over it without the mask on a few queries against many
+    keys, or with a peak there that does not grow with the block (the keys not taken a block
+    at a time)."""
     rng = np.random.default_rng(944)
     T = BLOCKWISE_MEMORY_T
     Q, K, V = (rng.normal(size=(T, BLOCKWISE_MEMORY_D)) for _ in range(3))  # (T, d) each
-    for causal in (False, True):
-        answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=causal,
-                                              block=MEMORY_BLOCK)
-        if answer.ok and over_limits(answer.value[1]):
-            return {"blockwise-quadratic-memory"}
+    answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=True,
+                                          block=MEMORY_BLOCK)
+    if answer.ok and over_limits(answer.value[1]):
+        return {"blockwise-quadratic-memory"}
     Q = rng.normal(size=(LONG_N, BLOCKWISE_MEMORY_D))  # (n, d)
     K, V = (rng.normal(size=(LONG_M, BLOCKWISE_MEMORY_D)) for _ in range(2))  # (m, d) each
     uses = []
-    for block in (LONG_BLOCK, WIDE_BLOCK):
-        answer = prober.call_measuring_memory("attention_blockwise", Q, K, V, causal=False,
-                                              block=block)
+    for keys, block in ((LONG_M, LONG_BLOCK), (COMPARED_M, LONG_BLOCK),
+                        (COMPARED_M, WIDE_BLOCK)):
+        answer = prober.call_measuring_memory("attention_blockwise", Q, K[:keys], V[:keys],
+                                              causal=False, block=block)
         out = numbers(answer.value[0]) if answer.ok else None
         if out is None or out.shape != (LONG_N, BLOCKWISE_MEMORY_D) or not np.all(
                 np.isfinite(out)) or np.ptp(out, axis=0).max() <= 1e-9:
             return set()  # no answer to judge: the value tests and crashes say why
+        if keys == LONG_M and over_limits(answer.value[1]):
+            return {"blockwise-keys-not-blocked"}
         uses.append(answer.value[1])
-    return {"blockwise-keys-not-blocked"} if not_in_blocks(*uses) else set()
+    return {"blockwise-keys-not-blocked"} if not_in_blocks(*uses[1:]) else set()

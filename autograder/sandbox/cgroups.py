@@ -211,10 +211,10 @@ class Cgroups:
         if not version:
             return None, "no cgroup hierarchy offers the memory, pids and cpu controllers"
         dirs: dict[str, list[str]] = {}
+        token = f"{POOL_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         try:
             if version == "v2":
                 own = {_delegated_v2(next(iter(own))): list(CONTROLLERS)}
-            token = f"{POOL_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
             for directory, controllers in own.items():
                 _remove_stale(directory)
                 os.mkdir(os.path.join(directory, token))
@@ -225,7 +225,10 @@ class Cgroups:
         except OSError as exc:
             for directory in dirs:
                 _remove_tree(directory)
-            return None, f"cgroups cannot be created here ({exc.strerror}: {exc.filename})"
+            # Name the hierarchy, not this pool's own folder: the reason is then the same in
+            # every process, so warnings compare and group across a class.
+            where = str(exc.filename or "").split(f"/{token}")[0] or "/"
+            return None, f"cgroups cannot be created here ({exc.strerror}: {where})"
         return cls(version, dirs), ""
 
     def describe(self) -> str:

@@ -677,9 +677,12 @@ def _rounded(attn) -> bool:
     the matrix's own dtype and exactly (so that a check comparing with `== 1`, however it
     sums, meets a row it rejects)."""
     own = attn.sum(axis=-1)  # (T,) in attn's dtype
-    exact = [math.fsum(float(x) for x in row) for row in attn]
+    if not (own != 1).any():
+        return False
+    # each row's exact sum (Python floats hold float32 and float64 values exactly)
+    exact = [math.fsum(row) for row in attn.tolist()]
     return (max(abs(total - 1) for total in exact) <= ROUNDING_AT_MOST
-            and bool((own != 1).any()) and any(total != 1 for total in exact))
+            and any(total != 1 for total in exact))
 
 
 def _drawn_weights(rng, T, dtype):

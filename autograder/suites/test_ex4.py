@@ -16,26 +16,31 @@ score matrix is never built. Each test checks one property:
   answers must be attention or what a catalogued mistake computes (`slip_explains`); its
   block divides m (`stability_block`), so that a slip at a shorter last block, the block-size
   test's to charge, does not cost stability too;
-- the memory test runs the function at T = 2048 in the sandbox under tracemalloc, which sees
-  numpy's array buffers, without and with the causal mask: the peak memory the call allocates
-  must stay below a quarter of one T x T float64 matrix. tracemalloc runs in the student's
-  process, where code can reset or dodge it, so the trusted side also reads how far the call
-  raised the process's memory high-water mark (`autograder.sandbox.gauge`: an mmap, a reset
-  peak, a patched measure are seen; the call may start no process or thread), which must stay
-  below a bound no blockwise code reaches and one T x T float64 matrix exceeds. The call
-  measured must be the one that computes attention: a few of its output rows (the first, the
-  last and some drawn for the student, `memory_rows`) must match the reference, computed in
-  the trusted process for those rows only, or what a catalogued mistake computes there
+- the memory test runs the function in the sandbox under tracemalloc, which sees numpy's
+  array buffers, on as many scores as one T x T matrix at T = 2048: without the mask, a few
+  queries against many keys (n = 128, m = 32768: the whole (n, m) scores, or a block of
+  queries against all the keys, are as large as the (T, T) ones), and with the causal mask at
+  n = m = T: the peak memory the call allocates must stay below a quarter of one T x T
+  float64 matrix. tracemalloc runs in the student's process, where code can reset or dodge
+  it, so the trusted side also reads how far the call raised the process's memory high-water
+  mark (`autograder.sandbox.gauge`: an mmap, a reset peak, a patched measure are seen; the
+  call may start no process or thread), which must stay below a bound no blockwise code
+  reaches and one T x T float64 matrix exceeds. A call measured must be the one that
+  computes attention: a few of its output rows (the first, the last and some drawn for the
+  student, `long_rows`, `memory_rows`) must match the reference, computed in the trusted
+  process for those rows only, or what a catalogued mistake computes there
   (`slip_explains`), so that a value mistake costs only the value tests; an answer that does
   less work at this size (the queries themselves, say) earns nothing here. With the mask, a
   causal slip outside the catalogue that the causal value test already shows (its inputs
   answered wrong with the mask and right without, `_causal_slip_shown`) is not held against
-  the causal call's rows: the call without the mask has shown the work at this size.
+  the causal call's rows: the call without the mask has shown the work at this size. Then
+  the keys must be taken `block` at a time: on the same queries and the first 4096 keys, the
+  call's peak at block = 2048 must exceed its peak at block = 256 (`expect_keys_in_blocks`).
 
 Each student has inputs of their own (`reference_inputs`, `stability_inputs`,
-`memory_inputs`, `memory_rows`, drawn for the student's variant from the course's secret
-inputs key; the default variant's are fixed): shapes and values, except the memory test's
-shape, which its limits are set at.
+`memory_inputs`, `memory_rows`, `long_inputs`, `long_rows`, drawn for the student's variant
+from the course's secret inputs key; the default variant's are fixed): shapes and values,
+except the memory test's shapes, which its limits are set at.
 
 Points: 0.75 + 0.75 (without and with the mask), 0.5 float32, 0.5 block sizes, 0.5 stable,
 1 memory: 4 points of extra credit, never part of the grade's maximum.
@@ -62,6 +67,7 @@ from autograder.compare import (
     mib_seen,
 )
 from autograder.diagnoses.ex4 import (
+    COMPARED_M,
     LONG_BLOCK,
     LONG_M,
     LONG_N,
@@ -70,7 +76,7 @@ from autograder.diagnoses.ex4 import (
     not_in_blocks,
     slip_models,
 )
-from autograder.sandbox import StudentRaised
+from autograder.sandbox import StudentError, StudentRaised
 
 pytestmark = pytest.mark.ex4
 
@@ -355,9 +361,9 @@ def test_blockwise_is_stable_at_large_scores(student):
 
 
 def memory_inputs(variant):
-    """((Q, K, V), causal) of the memory test's two calls, Q, K, V of shape (T, d) at
-    T = MEMORY_T, d = MEMORY_D, float64: the lesson's own values for the default variant
-    (seeds 407 and 408), any other variant's drawn from its own random numbers.
+    """(Q, K, V) of the memory test's call with the causal mask, each (T, d) at T = MEMORY_T,
+    d = MEMORY_D, float64: the lesson's values for the default variant (seed 408), any other
+    variant's drawn from its own random numbers.
 
     Only the values vary, never the shape: the limit (a quarter of one T x T float64 matrix),
     the gauge's bound and the margins measured on the corpus's styles
@@ -365,29 +371,28 @@ def memory_inputs(variant):
     name them. Not cached: at T = 2048 they are drawn in about a millisecond, and a cache of
     many students' would hold megabytes.
     """
-    if variant.inputs_seed is None:
-        seeds = (407, 408)
-    else:
-        rng = variant.rng("ex4 memory")
-        seeds = (rng, rng)
-    return tuple((make_inputs(seed, n=MEMORY_T, m=MEMORY_T, d_k=MEMORY_D, d_v=MEMORY_D),
-                  causal) for seed, causal in zip(seeds, (False, True), strict=True))
+    rng = (np.random.default_rng(408) if variant.inputs_seed is None
+           else variant.rng("ex4 memory"))
+    return make_inputs(rng, n=MEMORY_T, m=MEMORY_T, d_k=MEMORY_D, d_v=MEMORY_D)
 
 
-MEMORY_ROWS = 16  # output rows of each memory call compared with the reference
+MEMORY_ROWS = 16  # output rows of the causal memory call compared with the reference
 
 
-def memory_rows(variant) -> tuple[np.ndarray, np.ndarray]:
-    """The query rows (MEMORY_ROWS, sorted) whose output each memory call must get right,
-    without and with the causal mask: the first and the last, where a boundary slips, and
-    others drawn for the student (the default variant's from seed 409), so that code cannot
-    get exactly the compared rows right at this size."""
+def memory_rows(variant) -> np.ndarray:
+    """The query rows (MEMORY_ROWS, sorted) whose output the causal memory call must get
+    right: the first and the last, where a boundary slips, and others drawn for the student
+    (the default variant's from seed 409), so that code cannot get exactly the compared rows
+    right at this size."""
     rng = (variant.rng("ex4 memory rows") if variant.inputs_seed is not None
            else np.random.default_rng(409))
-    inner = np.arange(1, MEMORY_T - 1)  # (T - 2,)
-    return tuple(np.sort(np.concatenate([[0, MEMORY_T - 1],
-                                         rng.choice(inner, MEMORY_ROWS - 2, replace=False)]))
-                 for _ in range(2))
+    return _edges_and_drawn(rng, MEMORY_T, MEMORY_ROWS)
+
+
+def _edges_and_drawn(rng, n: int, count: int) -> np.ndarray:
+    """`count` query rows of n, sorted: the first, the last and others drawn with `rng`."""
+    inner = np.arange(1, n - 1)  # (n - 2,)
+    return np.sort(np.concatenate([[0, n - 1], rng.choice(inner, count - 2, replace=False)]))
 
 
 def rows_expected(Q, K, V, causal, rows):
@@ -437,18 +442,21 @@ _MEMORY_VALUES_HINT = ("the memory point needs the measured call's answer to be 
                        "the memory is measured again: ")
 
 
-# The keys-in-blocks probe: a few queries against many keys. Keys taken `block` at a time
+# The call without the mask: a few queries against many keys. Keys taken `block` at a time
 # hold a few (n, block) arrays; anything that takes a query's whole row of keys at once
-# holds (rows, m) arrays. n * m is T * T, so the limits above hold here as they are, and the
-# queries against all the keys at once (32 MiB) are over tracemalloc's limit.
-# (`diagnoses.ex4` holds the probe's sizes: LONG_N queries, LONG_M keys, a second call at
-# LONG_BLOCK and at WIDE_BLOCK, whose peak must be WIDER_BYTES above the first's.)
-LONG_ROWS = 8  # output rows compared with the reference
+# holds (rows, m) arrays. n * m is T * T, so the limits above hold here as they are: the
+# queries against all the keys at once (32 MiB) are over tracemalloc's limit, as the whole
+# (T, T) scores are, and so is a block of queries against all the keys.
+# (`diagnoses.ex4` holds the sizes: LONG_N queries, LONG_M keys at LONG_BLOCK; then the
+# keys-in-blocks comparison on the first COMPARED_M of those keys, at LONG_BLOCK and at
+# WIDE_BLOCK, whose peak must be WIDER_BYTES above the first's.)
+LONG_ROWS = 8  # output rows of each call without the mask compared with the reference
 
 
 def long_inputs(variant):
-    """(Q, K, V) of the keys-in-blocks probe: Q (LONG_N, d), K and V (LONG_M, d), d =
-    MEMORY_D, float64; the lesson's from seed 411, any other variant's drawn for it."""
+    """(Q, K, V) of the memory test's call without the mask: Q (LONG_N, d), K and V (LONG_M,
+    d), d = MEMORY_D, float64; the lesson's from seed 411, any other variant's drawn for it.
+    The keys-in-blocks comparison takes the first COMPARED_M keys (`compared_inputs`)."""
     rng = (variant.rng("ex4 long keys") if variant.inputs_seed is not None
            else np.random.default_rng(411))
     Q = rng.normal(size=(LONG_N, MEMORY_D))  # (n, d)
@@ -456,11 +464,33 @@ def long_inputs(variant):
     return Q, K, V
 
 
+def compared_inputs(variant):
+    """(Q, K, V) of the keys-in-blocks comparison: `long_inputs` with its first COMPARED_M
+    keys, K and V (COMPARED_M, d)."""
+    Q, K, V = long_inputs(variant)
+    return Q, K[:COMPARED_M], V[:COMPARED_M]  # (n, d), (m', d), (m', d)
+
+
 def long_rows(variant) -> np.ndarray:
-    """The query rows (LONG_ROWS, sorted) of the long probe compared with the reference."""
+    """The query rows (LONG_ROWS, sorted) of the calls without the mask compared with the
+    reference: the first, the last and others drawn for the student (seed 412 for the
+    lesson's)."""
     rng = (variant.rng("ex4 long rows") if variant.inputs_seed is not None
            else np.random.default_rng(412))
-    return np.sort(rng.choice(LONG_N, LONG_ROWS, replace=False))
+    return _edges_and_drawn(rng, LONG_N, LONG_ROWS)
+
+
+def memory_calls(variant) -> tuple[tuple, tuple]:
+    """The memory test's two calls held to its limits, in the order it makes them, each
+    (what, Q, K, V, causal, block, rows): without the mask, LONG_N queries against LONG_M
+    keys at LONG_BLOCK (n * m = T * T); with it, n = m = T at MEMORY_BLOCK."""
+    long_what = (f"without the mask, with n = {LONG_N} queries and m = {LONG_M} keys "
+                 f"(n * m = {MEMORY_T} * {MEMORY_T}; d_k = d_v = {MEMORY_D}, "
+                 f"block = {LONG_BLOCK})")
+    causal_what = (f"at T = {MEMORY_T} (d_k = d_v = {MEMORY_D}, block = {MEMORY_BLOCK}, "
+                   f"causal = True)")
+    return ((long_what, *long_inputs(variant), False, LONG_BLOCK, long_rows(variant)),
+            (causal_what, *memory_inputs(variant), True, MEMORY_BLOCK, memory_rows(variant)))
 
 
 _MATRIX_MIB = MEMORY_T * MEMORY_T * 8 // 2**20
@@ -509,60 +539,80 @@ def _expect_small(use, what, hint):
                            f"{MEMORY_T} x {MEMORY_T} float64 matrix is {_MATRIX_MIB} MiB", hint)
 
 
+def _expect_attention_rows(out, Q, K, V, causal, block, rows, what, hint):
+    """The measured call's rows `rows` are the reference's, or what a catalogued mistake
+    computes there (`slip_explains`)."""
+    try:
+        expect_close(out[rows], rows_expected(Q, K, V, causal, rows),
+                     f"out of attention_blockwise {what}, for some of its queries",
+                     hint=_MEMORY_VALUES_HINT + hint)
+    except Mismatch:
+        if not slip_explains(out[rows], Q, K, V, causal, rows, block=block):
+            raise
+
+
 @pytest.mark.points(1)
 def test_blockwise_memory_stays_far_below_one_score_matrix(student):
-    calls = zip(memory_inputs(student.variant), memory_rows(student.variant), strict=True)
-    for ((Q, K, V), causal), rows in calls:
-        what = (f"at T = {MEMORY_T} (d_k = d_v = {MEMORY_D}, block = {MEMORY_BLOCK}, "
-                f"causal = {causal})")
-        out, use = _measured(student, what, Q, K, V, causal, MEMORY_BLOCK)
-        # A causal slip the causal value test already charges (NaN from a block wholly in
-        # the future, say) is not held against this point: the call without the mask has
-        # shown the work at this size, and the memory is what is measured here (issue 27).
-        shown = causal and _causal_slip_shown(student)
-        if not shown and not _computes_something(out):
-            raise Mismatch(f"attention_blockwise {what} returned no answer to measure (NaN, "
-                           "inf, or the same row for every query)",
-                           "the memory test needs a computed output")
-        _expect_small(use, what, _MEMORY_HINT)
-        try:
-            expect_close(out[rows], rows_expected(Q, K, V, causal, rows),
-                         f"out of attention_blockwise {what}, for some of its queries",
-                         hint=_MEMORY_VALUES_HINT + (_CAUSAL_HINT if causal else _VALUES_HINT))
-        except Mismatch:
-            if not shown and not slip_explains(out[rows], Q, K, V, causal, rows):
-                raise
+    without_mask, with_mask = memory_calls(student.variant)
+    # Without the mask: n * m = T * T scores, a few queries against many keys.
+    long_what, Q, K, V, causal, block, rows = without_mask
+    long_out, long_use = _measured(student, long_what, Q, K, V, causal, block)
+    if not _computes_something(long_out):
+        raise Mismatch(f"attention_blockwise {long_what} returned no answer to measure (NaN, "
+                       "inf, or the same row for every query)",
+                       "the memory test needs a computed output")
+    _expect_attention_rows(long_out, Q, K, V, causal, block, rows, long_what, _VALUES_HINT)
+    # With the mask, at T: a whole (T, T) array (the scores, the mask) is over the limits
+    # here, and said so first, as `blockwise-quadratic-memory` says it; then the call
+    # without the mask is held to the limits, over them there only with a query's whole row
+    # of keys (`blockwise-keys-not-blocked`).
+    what, Q, K, V, causal, block, rows = with_mask
+    try:
+        out, use = _measured(student, what, Q, K, V, causal, block)
+    except (StudentError, Mismatch):
+        _expect_small(long_use, long_what, _BLOCKS_HINT)  # what was found first, if anything
+        raise
+    # A causal slip the causal value test already charges (NaN from a block wholly in the
+    # future, say) is not held against this point: the call without the mask has shown the
+    # work at this size, and the memory is what is measured here (issue 27).
+    computes = _computes_something(out)
+    if not computes and not _causal_slip_shown(student):
+        raise Mismatch(f"attention_blockwise {what} returned no answer to measure (NaN, inf, "
+                       "or the same row for every query)",
+                       "the memory test needs a computed output")
+    _expect_small(use, what, _MEMORY_HINT)
+    try:
+        _expect_attention_rows(out, Q, K, V, causal, block, rows, what, _CAUSAL_HINT)
+    except Mismatch:
+        if computes and not _causal_slip_shown(student):  # not computing: shown already
+            raise
+    _expect_small(long_use, long_what, _BLOCKS_HINT)
     expect_keys_in_blocks(student)
 
 
 def expect_keys_in_blocks(student):
-    """A few queries against many keys: the call stays within the limits (a query's whole
-    row of keys, or a block of queries against all of them, does not), and its peak grows
-    with `block` (keys taken a block at a time; code that ignores `block` does not)."""
-    Q, K, V = long_inputs(student.variant)
+    """A few queries against a few blocks of keys, at LONG_BLOCK and WIDE_BLOCK: the peak
+    grows with `block` (keys taken a block at a time; code that ignores `block`, taking a
+    query's whole row of keys or one key at a time, does not). Both calls have the same
+    queries and keys, so that memory following them (copies of the inputs, a summary per
+    block) is not what is compared."""
+    Q, K, V = compared_inputs(student.variant)
     rows = long_rows(student.variant)
     uses = []
     for block in (LONG_BLOCK, WIDE_BLOCK):
-        what = (f"with n = {LONG_N} queries and m = {LONG_M} keys (d_k = d_v = {MEMORY_D}, "
-                f"block = {block})")
+        what = (f"with n = {LONG_N} queries and m = {COMPARED_M} keys (d_k = d_v = "
+                f"{MEMORY_D}, block = {block})")
         out, use = _measured(student, what, Q, K, V, False, block)
-        if block == LONG_BLOCK:
-            _expect_small(use, what, _BLOCKS_HINT)
-        try:
-            expect_close(out[rows], rows_expected(Q, K, V, False, rows),
-                         f"out of attention_blockwise {what}, for some of its queries",
-                         hint=_MEMORY_VALUES_HINT + _VALUES_HINT)
-        except Mismatch:
-            if not slip_explains(out[rows], Q, K, V, False, rows, block=block):
-                raise
+        _expect_attention_rows(out, Q, K, V, False, block, rows, what, _VALUES_HINT)
         uses.append(use)
     if not_in_blocks(*uses):
         # How much more it allocated is the call's to choose: not said (see `mib_seen`).
         raise Mismatch(
-            f"attention_blockwise with n = {LONG_N} queries and m = {LONG_M} keys allocated "
-            f"too little more at its peak with block = {WIDE_BLOCK} than with block = "
-            f"{LONG_BLOCK}, where keys taken a block at a time hold a block of scores, at "
-            f"least {(WIDE_BLOCK - LONG_BLOCK) * 4} bytes wider per query", _BLOCKS_HINT)
+            f"attention_blockwise with n = {LONG_N} queries and m = {COMPARED_M} keys "
+            f"allocated too little more at its peak with block = {WIDE_BLOCK} than with "
+            f"block = {LONG_BLOCK}, where keys taken a block at a time hold a block of "
+            f"scores, at least {(WIDE_BLOCK - LONG_BLOCK) * 4} bytes wider per query",
+            _BLOCKS_HINT)
 
 
 def _causal_slip_shown(student) -> bool:

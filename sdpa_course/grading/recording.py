@@ -10,20 +10,27 @@ preprocessors on one shared gradebook connection: the parent is the gradebook's 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import nbformat
+from nbformat.v4.nbjson import BytesEncoder
+from nbformat.v4.rwbase import _non_text_split_mimes as _SPLIT_MIMES
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets.utils.importstring import import_item
 
 from sdpa_course.assignment import METADATA_KEY
 from sdpa_course.course.directory import Course
 from sdpa_course.errors import GradingFailed, KitError
 from sdpa_course.grading.feedback import FeedbackWriter
-from sdpa_course.grading.gradebook import clear_failed_submission, student_id_refused
+from sdpa_course.grading.gradebook import (
+    clear_failed_submission,
+    one_commit,
+    student_id_refused,
+)
 from sdpa_course.grading.submissions import (
     TIMESTAMP_FILE,
     Submission,
@@ -38,7 +45,48 @@ from sdpa_course.nbgrader_ext.cell_budget import FOLDED_KEY
 def _write(nb, path: Path) -> None:
     """nbformat.write without its validation pass: the notebook was validated when read and
     only nbgrader's own preprocessors have changed it since."""
-    path.write_text(nbformat.v4.writes_json(nb) + "\n", encoding="utf-8")
+    path.write_text(notebook_json(nb) + "\n", encoding="utf-8")
+
+
+_TRANSIENT = ("orig_nbformat", "orig_nbformat_minor", "signature")  # nbformat's strip_transient
+
+
+def _split_bundle(bundle: dict) -> dict:
+    """nbformat's `_split_mimebundle`, on a copy."""
+    return {key: value.splitlines(True)
+            if isinstance(value, str) and (key.startswith("text/") or key in _SPLIT_MIMES)
+            else value for key, value in bundle.items()}
+
+
+def _file_output(output: dict) -> dict:
+    if output.get("output_type") in ("execute_result", "display_data") and "data" in output:
+        return {**output, "data": _split_bundle(output["data"])}
+    if output.get("output_type") == "stream" and isinstance(output.get("text"), str):
+        return {**output, "text": output["text"].splitlines(True)}
+    return output
+
+
+def notebook_json(nb) -> str:
+    """`nbformat.v4.writes_json(nb)`, the same text, without its deep copy of the notebook
+    (two a submission, most of the writing's time): only the parts nbformat's `split_lines`
+    and `strip_transient` change are copied, and `nb` is left as it was."""
+    cells = []
+    for cell in nb.cells:
+        copied = dict(cell)
+        if isinstance(cell.get("source"), str):
+            copied["source"] = cell["source"].splitlines(True)
+        if "attachments" in cell:
+            copied["attachments"] = {name: _split_bundle(bundle)
+                                     for name, bundle in cell["attachments"].items()}
+        if cell.cell_type == "code":
+            copied["outputs"] = [_file_output(output) for output in cell.outputs]
+        if "trusted" in cell.metadata:
+            copied["metadata"] = {k: v for k, v in cell.metadata.items() if k != "trusted"}
+        cells.append(copied)
+    filed = {**nb, "cells": cells,
+             "metadata": {k: v for k, v in nb.metadata.items() if k not in _TRANSIENT}}
+    return json.dumps(filed, cls=BytesEncoder, indent=1, sort_keys=True,
+                      separators=(",", ": "), ensure_ascii=False)
 
 
 def _steps(course: Course, name: str) -> list:
@@ -194,7 +242,11 @@ class SubmissionRecorder:
         resources = self._resources(student, path.parent)
         resources[METADATA_KEY] = {"report": report}
         for step in self.autograde_steps:
-            nb, resources = step(nb, resources)
+            if isinstance(step, SaveAutoGrades):  # reads back nothing it wrote: one commit
+                with one_commit(self.gradebook):
+                    nb, resources = step(nb, resources)
+            else:
+                nb, resources = step(nb, resources)
         folded = nb.metadata.get(METADATA_KEY, {}).get(FOLDED_KEY)
         if folded:
             self.folded[student] = dict(folded)

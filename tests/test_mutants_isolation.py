@@ -1,0 +1,80 @@
+"""Guarantees of the sandbox's isolation that only a mutant showed no quick test held
+(docs/mutation-score.md): the private /dev/shm mounted noexec, the student's file size limit
+in megabytes, an IPC namespace of the worker's own, and the worker's refusal to serve
+without no_new_privs. (tests/test_sandbox_isolation.py holds the first three on all three
+graders too, but only as a slow test.)"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from autograder.sandbox import Cell, Limits, Sandbox, SandboxPool, isolation
+
+FAST = Limits(cell_seconds=5.0, call_seconds=1.0, interrupt_grace_seconds=0.3, cpu_seconds=10,
+              memory_mb=256, max_restarts=4)
+MiB = 2**20
+linux_root = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0,
+    reason="namespace isolation needs Linux and root")
+
+
+@linux_root
+def test_dev_shm_is_noexec_a_file_of_megabytes_fits_and_each_worker_has_its_own_ipc():
+    """isolation.py: /dev/shm's flags (`MS_NODEV | MS_NOEXEC` -> `<<` left it exec-able), the
+    file size limit (`disk_mb * 2**20` -> `2*20`, `2+20`, `2-20`: bytes, not MiB),
+    CLONE_NEWIPC (`|` -> `%` dropped it from the unshare)."""
+    source = textwrap.dedent(f"""\
+        import os, resource
+        fsize = list(resource.getrlimit(resource.RLIMIT_FSIZE))
+        mounts = {{line.split()[1]: line.split()[3].split(',') for line in open('/proc/mounts')}}
+        with open('/tmp/four-mib', 'wb') as file:
+            file.write(b'x' * {4 * MiB})
+        size = os.path.getsize('/tmp/four-mib')
+        ipc = os.readlink('/proc/self/ns/ipc')
+        """)
+    with SandboxPool() as pool:
+        # two submissions open at once: their workers come from the same zygote
+        sandboxes = [Sandbox([Cell(source, "cell 1")], limits=FAST, pool=pool)
+                     for _ in range(2)]
+        try:
+            for sandbox in sandboxes:
+                sandbox.start()
+                assert [outcome.status for outcome in sandbox.outcomes] == ["ok"], \
+                    sandbox.outcomes[0].error
+            mounts, size = sandboxes[0].get("mounts"), sandboxes[0].get("size")
+            fsize = sandboxes[0].get("fsize")
+            ipcs = {sandbox.get("ipc") for sandbox in sandboxes}
+        finally:
+            for sandbox in sandboxes:
+                sandbox.close()
+    assert {"noexec", "nosuid", "nodev"} <= set(mounts["/dev/shm"])
+    assert {"nosuid", "nodev"} <= set(mounts["/tmp"])
+    assert size == 4 * MiB <= FAST.disk_mb * MiB
+    assert fsize == [FAST.disk_mb * MiB] * 2  # the cap itself, as the grader set it
+    assert len(ipcs) == 2 and os.readlink("/proc/self/ns/ipc") not in ipcs
+
+
+def _status(**changed: str) -> dict[str, str]:
+    """/proc/self/status of a worker confined as intended (uid 1234567), but for `changed`."""
+    status = {key: isolation.ZERO_CAPS for key in ("CapInh", "CapPrm", "CapEff", "CapBnd",
+                                                   "CapAmb")}
+    status.update(NoNewPrivs="1", Seccomp="2", Uid="1234567\t" * 3 + "1234567",
+                  Gid="1234567\t" * 3 + "1234567", Groups="")
+    return {**status, **changed}
+
+
+@pytest.mark.parametrize("no_new_privs", ["0", "", "2"])
+def test_a_worker_without_no_new_privs_refuses_to_serve(monkeypatch, no_new_privs):
+    """isolation.py check_confined: `NoNewPrivs != "1"` -> `> "1"` let a worker whose
+    no_new_privs is off ("0") serve."""
+    monkeypatch.setattr(isolation.seccomp, "available", lambda: True)
+    monkeypatch.setattr(isolation.kernel, "process_status", _status)
+    isolation.check_confined(1234567, spare_uids=True)  # as intended: serves
+    monkeypatch.setattr(isolation.kernel, "process_status",
+                        lambda: _status(NoNewPrivs=no_new_privs))
+    with pytest.raises(RuntimeError, match="no_new_privs is not set"):
+        isolation.check_confined(1234567, spare_uids=True)
