@@ -242,3 +242,38 @@ def test_a_feedback_page_stays_within_its_size_whatever_the_notebook_holds(real_
         assert f"({grade_id})" in text, grade_id
     assert "Total so far" in text and "Exercise 3: causal scaled dot-product attention" in text
     assert re.search(r"not shown|no room left", text)
+
+
+def test_rendering_a_page_leaves_the_notebook_as_it_was_and_mends_its_cell_ids(real_class):
+    """The page's steps work on one copy of the notebook (nbconvert made three): the notebook
+    given is unchanged, also by the renderings of a page made again smaller, and cell ids
+    missing or used twice are made good on the copy, as nbformat's normalize does."""
+    import copy
+
+    from sdpa_course.course.directory import Course
+    from sdpa_course.grading.feedback import FeedbackWriter
+
+    course, _ = real_class
+    nb = nbformat.read(str(course / "autograded" / "key" / "sdpa" / "attention.ipynb"), 4)
+    nb.cells += _own_cells(250, "1," * 10_000)  # over the page's size: rendered again
+    nb.cells[3]["id"] = nb.cells[2]["id"]
+    del nb.cells[4]["id"]
+    before = copy.deepcopy(nb)
+    writer = FeedbackWriter(Course.open(course))
+    resources = {"nbgrader": {"student": "key", "assignment": "sdpa", "notebook": "attention",
+                              "db_url": f"sqlite:///{course / 'gradebook.db'}"}}
+    page, _ = writer.exporter.from_notebook_node(nb, resources=resources)
+    assert nb == before
+    assert "(ex3_attention)" in html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_cell_ids_are_made_unique_as_nbformat_makes_them():
+    from sdpa_course.grading.feedback import unique_cell_ids
+
+    nb = new_notebook(cells=[new_code_cell("a"), new_code_cell("b"), new_markdown_cell("c")])
+    nb.cells[1]["id"] = nb.cells[0]["id"]
+    del nb.cells[2]["id"]
+    unique_cell_ids(nb)
+    ids = [cell["id"] for cell in nb.cells]
+    assert len(set(ids)) == 3
+    nbformat.validate(nb)

@@ -18,6 +18,7 @@ import nbformat
 import nbgrader
 from nbconvert.exporters import TemplateExporter
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from nbformat.corpus.words import generate_corpus_id
 from nbgrader.converters import GenerateFeedback
 from traitlets.config import Config
 
@@ -39,7 +40,9 @@ class ClassFeedbackExporter(FeedbackExporter):
     is highlighted as Python whatever the notebook's metadata names (`code_html`).
     nbconvert's last pass parses the whole page with BeautifulSoup only to add `alt` to images
     without one and `tabindex` to JupyterLab-template cells; the kit's template gives every
-    image its alt text and has no such cells, so that pass is skipped.
+    image its alt text and has no such cells, so that pass is skipped. nbconvert copies the
+    notebook three times a page (`from_notebook_node`, `_preprocess`, nbformat's `normalize`);
+    the first copy, which keeps the notebook as it was for a smaller page, is enough.
     """
 
     def __init__(self, **kwargs):
@@ -56,12 +59,37 @@ class ClassFeedbackExporter(FeedbackExporter):
             self._highlighted[source] = feedback_code_html(source)
         return self._highlighted[source]
 
+    def _preprocess(self, nb, resources):
+        """nbconvert's `_preprocess` (normalise, the steps, the check after them) on the copy
+        of the notebook `from_notebook_node` has just made, changed in place."""
+        resources = copy.deepcopy(resources)
+        unique_cell_ids(nb)  # what nbformat's normalize does, on a copy of its own
+        for preprocessor in self._preprocessors:
+            nb, resources = preprocessor(nb, resources)
+            if not self.optimistic_validation:
+                self._validate_preprocessor(nb, preprocessor)
+        if self.optimistic_validation:
+            self._validate_preprocessor(nb, "the last step")
+        return nb, resources
+
     def render_page(self, nb, resources=None, **kw):
         resources = self._init_resources(resources)
         self.register_filter("highlight_code", self._highlight_code)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(
             notebook_metadata=self._nb_metadata, parent=self, resources=resources))
         return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+
+def unique_cell_ids(nb) -> None:
+    """`nbformat.validator.normalize` in place: from nbformat 4.5 on, a cell without an id or
+    with one an earlier cell has gets a new one."""
+    if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
+        return
+    seen = set()
+    for cell in nb.cells:
+        if "id" not in cell or cell["id"] in seen:
+            cell["id"] = generate_corpus_id()
+        seen.add(cell["id"])
 
 
 def feedback_exporter(course: Course):

@@ -17,7 +17,14 @@ from pathlib import Path
 import nbformat
 from nbformat.v4.nbjson import BytesEncoder
 from nbformat.v4.rwbase import _non_text_split_mimes as _SPLIT_MIMES
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import (
+    Assignment,
+    Grade,
+    Gradebook,
+    Notebook,
+    SubmittedAssignment,
+    SubmittedNotebook,
+)
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets.utils.importstring import import_item
@@ -257,21 +264,28 @@ class SubmissionRecorder:
     def _unanswered_written_answers_to_mark(self, student: str) -> None:
         """nbgrader scores a written answer left as the release's stub 0 automatically and
         hides it from manual grading; here it stays to be marked by a person (pending, not 0,
-        and flagged in formgrader), unless someone already marked it."""
-        try:
-            nb = self.gradebook.find_submission_notebook(
-                self.course.notebook, self.course.assignment, student)
-        except MissingEntry:
-            return
-        changed = False
-        for grade in nb.grades:
-            if (grade.cell.cell_type == "markdown" and grade.manual_score is None
-                    and grade.auto_score is not None):
-                grade.auto_score = None
-                grade.needs_manual_grade = True
-                changed = True
-        if changed:
-            self.gradebook.db.commit()
+        and flagged in formgrader), unless someone already marked it.
+
+        The grades are found in one query (nbgrader's objects would read each grade's cell
+        in a query of its own: a dozen a submission)."""
+        db = self.gradebook.db
+        grades = (db.query(Grade)
+                  .join(SubmittedNotebook, SubmittedNotebook.id == Grade.notebook_id)
+                  .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
+                  .join(SubmittedAssignment,
+                        SubmittedAssignment.id == SubmittedNotebook.assignment_id)
+                  .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+                  .filter(Notebook.name == self.course.notebook,
+                          Assignment.name == self.course.assignment,
+                          SubmittedAssignment.student_id == student,
+                          Grade.cell_type == "markdown", Grade.manual_score.is_(None),
+                          Grade.auto_score.isnot(None))
+                  .all())
+        for grade in grades:
+            grade.auto_score = None
+            grade.needs_manual_grade = True
+        if grades:
+            db.commit()
 
     def forget(self, student: str) -> str:
         """A failed student: nothing stale left behind, no score of 0 in the gradebook."""

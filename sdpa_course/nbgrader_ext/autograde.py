@@ -31,7 +31,6 @@ import tempfile
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -40,6 +39,7 @@ from autograder.heatmap import HEATMAP_CELL
 from sdpa_course.assignment import METADATA_KEY, NOTEBOOK
 from sdpa_course.engine_call import grade_path
 from sdpa_course.errors import GradingFailed
+from sdpa_course.nbgrader_ext.outputs import new_output
 from sdpa_course.nbgrader_ext.variants import CourseVariants
 from sdpa_course.reports.feedback_text import exercise_text
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import re
 
-from nbformat.v4 import new_output
-
 from sdpa_course.nbgrader_ext.cell_budget import OTHER_CELLS_SHOWN, fold_extra_cells, page_scale
 from sdpa_course.nbgrader_ext.feedback_step import FeedbackPreprocessor
+from sdpa_course.nbgrader_ext.outputs import new_output
 from sdpa_course.nbgrader_ext.redact import MAX_CELL_CHARS, MAX_PAGE_CHARS, TextBudget
 
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
