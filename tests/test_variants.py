@@ -62,6 +62,25 @@ def test_each_kind_of_hidden_input_has_a_stream_of_its_own_drawn_again_the_same(
     assert alice.rng("ex3").integers(0, 2**62, size=4).tolist() == draws["ex3"]
 
 
+def test_the_long_memory_inputs_are_each_variants_own_and_each_callers_own_copy():
+    """`long_inputs` keeps the last variant's drawn (two tests of a submission ask for them):
+    what it gives is what a fresh draw gives, for every variant in turn, and a caller that
+    writes into its arrays changes no other caller's."""
+    first, second = (variant_for(SEED, "sdpa", student) for student in CLASS[:2])
+    for variant in (first, second, first, DEFAULT, first):
+        rng = (np.random.default_rng(411) if variant.inputs_seed is None
+               else variant.rng("ex4 long keys"))
+        drawn = (rng.normal(size=(test_ex4.LONG_N, test_ex4.MEMORY_D)),
+                 rng.normal(size=(test_ex4.LONG_M, test_ex4.MEMORY_D)),
+                 rng.normal(size=(test_ex4.LONG_M, test_ex4.MEMORY_D)))
+        given = test_ex4.long_inputs(variant)
+        assert all(np.array_equal(a, b) for a, b in zip(given, drawn, strict=True))
+        for array in given:
+            array[:] = 0.0
+        assert all(np.array_equal(a, b) for a, b in zip(test_ex4.long_inputs(variant), drawn,
+                                                         strict=True))
+
+
 def test_the_public_key_and_the_secret_inputs_come_from_separate_labels():
     """HMAC under distinct labels: the numbers key (public, in the release) is neither the
     seed nor the inputs key, and each student's inputs seed differs from both."""
