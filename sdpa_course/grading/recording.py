@@ -55,6 +55,15 @@ def _write(nb, path: Path) -> None:
     path.write_text(notebook_json(nb) + "\n", encoding="utf-8")
 
 
+def _write_for_the_engine(nb, path: Path) -> None:
+    """The sanitised notebook as the engine reads it (plain JSON, its cells in any of
+    nbformat's forms): compact, in json's C encoder, 3 times as fast as `notebook_json`'s
+    indented text. `record` writes the autograded notebook over it in nbformat's own text;
+    a failed submission's folder is removed."""
+    path.write_text(json.dumps(nb, cls=BytesEncoder, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+
+
 _TRANSIENT = ("orig_nbformat", "orig_nbformat_minor", "signature")  # nbformat's strip_transient
 
 
@@ -227,7 +236,7 @@ class SubmissionRecorder:
         except Exception as err:
             raise GradingFailed(f"nbgrader could not read the notebook's cells: {err}") from err
         path = self.autograded_notebook(submission.student)
-        _write(nb, path)
+        _write_for_the_engine(nb, path)
         self._sanitized[submission.student] = nb  # record() goes on from here, not from disk
         return path, warnings
 
