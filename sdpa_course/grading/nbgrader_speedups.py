@@ -56,15 +56,17 @@ def _plain_key(value) -> str | None:
     return repr(value)
 
 
-_last_schema: list = [None, ""]  # nbgrader reads its schema anew for each notebook
+_last_schema: list = [(None, "")]  # nbgrader reads its schema anew for each notebook
 
 
 def _schema_json(schema) -> str:
     """The schema as JSON text, made once for each of nbgrader's schema objects: one
-    validator object checks all of a notebook's cells against the same one."""
-    if _last_schema[0] is not schema:
-        _last_schema[:] = [schema, json.dumps(schema, sort_keys=True)]
-    return _last_schema[1]
+    validator object checks all of a notebook's cells against the same one. (The slot holds
+    one tuple, replaced whole: read once, it is one schema's.)"""
+    kept = _last_schema[0]
+    if kept[0] is not schema:
+        kept = _last_schema[0] = (schema, json.dumps(schema, sort_keys=True))
+    return kept[1]
 
 
 def _validate(instance, schema, *args, **kwargs):
