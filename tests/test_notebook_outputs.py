@@ -68,3 +68,19 @@ def kit_outputs():
 @pytest.mark.parametrize("output", list(kit_outputs()), ids=lambda o: o["output_type"])
 def test_every_output_the_kit_builds_follows_the_schema(output):
     nbformat.validate(output, ref=output["output_type"], version=4)
+
+
+def test_an_exercise_text_made_once_a_report_is_the_one_made_each_time():
+    result = {"score": 1.0, "max_score": 3.0, "diagnoses": ["no-scaling"], "tests": [
+        {"name": "scores", "score": 0.0, "max_score": 1.0, "passed": False,
+         "message": "the scores are off " * 12}]}
+    texts: dict = {}
+    once = (graded_outputs("ex1", result, 3.0, texts)
+            + skipped_outputs({"tag": "self-check", "exercise": "ex1"}, {"ex1": result}, texts)
+            + graded_outputs("ex1", result, 1.0, texts))
+    each = (graded_outputs("ex1", result, 3.0)
+            + skipped_outputs({"tag": "self-check", "exercise": "ex1"}, {"ex1": result})
+            + graded_outputs("ex1", result, 1.0))
+    assert once == each and list(texts) == ["ex1"]
+    assert "scaled to this cell's 1 points" in once[-2]["text"]
+    assert "scaled to" not in once[0]["text"]

@@ -87,12 +87,13 @@ def cell_outputs(shown: dict | None, failed: dict | None) -> list:
     return outputs
 
 
-def skipped_outputs(skipped: dict, exercises: dict) -> list:
+def skipped_outputs(skipped: dict, exercises: dict, texts: dict | None = None) -> list:
     """The note in place of a lesson cell grading left out: for a self-check, what the grader
-    found for its exercise."""
+    found for its exercise. `texts`: each exercise's `exercise_text`, as far as made already
+    (for this report: filled in here)."""
     if skipped.get("tag") == "self-check":
         result = exercises.get(skipped.get("exercise"))
-        found = exercise_text(skipped["exercise"], result) if result else ""
+        found = _text(skipped["exercise"], result, texts) if result else ""
         return [new_output("stream", name="stdout", text=(
             f"{GRADER_NOTE}this self-check runs in your own Jupyter; when your work was graded "
             "the hidden tests ran instead, and found:\n" + found))]
@@ -106,9 +107,9 @@ def skipped_outputs(skipped: dict, exercises: dict) -> list:
         "your work is graded.\n"))]
 
 
-def put_cell_outputs(nb, report: dict) -> None:
+def put_cell_outputs(nb, report: dict, texts: dict | None = None) -> None:
     """Each code cell the engine ran gets its outputs (by the cell's index in the notebook),
-    each it left out a note."""
+    each it left out a note (`texts` as for `skipped_outputs`)."""
     shown = {o.get("index"): o for o in report.get("outputs") or [] if isinstance(o, dict)}
     failed = {c.get("index"): c for c in report.get("cells") or [] if isinstance(c, dict)}
     skipped = {c.get("index"): c for c in report.get("skipped") or [] if isinstance(c, dict)}
@@ -116,16 +117,27 @@ def put_cell_outputs(nb, report: dict) -> None:
         if cell.cell_type != "code" or is_autograded_cell(cell):
             continue
         if index in skipped:
-            outputs = skipped_outputs(skipped[index], report.get("exercises") or {})
+            outputs = skipped_outputs(skipped[index], report.get("exercises") or {}, texts)
         else:
             outputs = cell_outputs(shown.get(index), failed.get(index))
         if outputs:
             cell.outputs = outputs
 
 
-def graded_outputs(exercise: str, result: dict, points: float) -> list:
+def _text(exercise: str, result: dict, texts: dict | None) -> str:
+    """`exercise_text`, made once per exercise of a report when `texts` keeps them (a report's
+    exercise is shown under its graded cell and its self-checks: 11 times a submission)."""
+    if texts is None:
+        return exercise_text(exercise, result)
+    if exercise not in texts:
+        texts[exercise] = exercise_text(exercise, result)
+    return texts[exercise]
+
+
+def graded_outputs(exercise: str, result: dict, points: float,
+                   texts: dict | None = None) -> list:
     score = cell_score(result["score"], result["max_score"], points)
-    text = exercise_text(exercise, result)
+    text = _text(exercise, result, texts)
     if result.get("extra_credit"):
         # The cell is worth 0 points (more would fail the submission, and count in the
         # maximum); SaveExtraCredit records the exercise's score as the cell's extra credit.
@@ -147,6 +159,7 @@ class EngineGrades(NbGraderPreprocessor):
         if report is None:
             report = self._grade_here(nb, resources.get("nbgrader", {}).get("student"))
         exercises = report["exercises"]
+        texts: dict[str, str] = {}  # this report's `exercise_text`s, each made once
         for cell in nb.cells:
             if not is_autograded_cell(cell):
                 continue
@@ -158,10 +171,10 @@ class EngineGrades(NbGraderPreprocessor):
                     f"({', '.join(exercises) or 'none'})"
                 )
             points = float(cell.metadata["nbgrader"]["points"])
-            cell.outputs = graded_outputs(exercise, exercises[exercise], points)
+            cell.outputs = graded_outputs(exercise, exercises[exercise], points, texts)
             cell.execution_count = 1
             cell.metadata[METADATA_KEY] = {"exercise": exercise}
-        put_cell_outputs(nb, report)
+        put_cell_outputs(nb, report, texts)
         nb.metadata[METADATA_KEY] = {"report": report}
         return nb, resources
 
