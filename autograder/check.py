@@ -22,7 +22,7 @@ import threading
 import warnings
 from pathlib import Path
 
-from autograder.sandbox import IsolationUnavailable, SandboxPool  # no numpy: starts quickly
+from autograder.sandbox import IsolationUnavailable, Limits, SandboxPool  # no numpy: quick
 from autograder.sandbox.warm import idle_seconds
 from autograder.submission import SubmissionError, read_submission
 from autograder.terminal import one_line
@@ -50,6 +50,8 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     # The next check (after an edit) forks its worker from this zygote: see `sandbox.warm`.
     pool = SandboxPool(keep_warm=idle_seconds())
     pool.start(wait=False)  # the zygote boots while the engine and the suites import
+    if pool.warm:  # its worker isolates itself while they import
+        pool.prefork(Limits())  # the engine's limits (`grade_cells`, limits=None)
     # deferred: numpy, the engine and the suites import while the zygote boots
     from autograder.engine import grade_cells, load
 
