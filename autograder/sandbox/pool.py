@@ -627,9 +627,13 @@ class SandboxPool:
             if cgroup is not None:
                 cgroup.remove()
             return False
+        preforked = (limits, uid, cgroup, channels)
         with self._lock:
-            self._preforked = (limits, uid, cgroup, channels)
-        return True
+            if self._preforked is None and not self._closed:
+                self._preforked = preforked
+                return True
+        _discard_preforked(preforked)  # closed, or another thread forked one meanwhile
+        return False
 
     def take_preforked(self, limits: Limits
                        ) -> tuple[int, SubmissionCgroup | None, tuple] | None:
@@ -649,8 +653,8 @@ class SandboxPool:
         """Stop the zygote, which takes every worker it forked along, and remove the cgroups."""
         with self._lock:
             self._closed = True
-            if self._preforked is not None and self._owner == os.getpid():
-                _discard_preforked(self._preforked)
+            if self._preforked is not None:
+                _discard_preforked(self._preforked, owned=self._owner == os.getpid())
             self._preforked = None
             if self._owner == os.getpid():
                 self._stop_zygote()
