@@ -16,13 +16,14 @@ pay for its start again: about half of a check's time.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import threading
 import warnings
 from pathlib import Path
 
-from autograder.sandbox import IsolationUnavailable, SandboxPool  # no numpy: starts quickly
+from autograder.sandbox import IsolationUnavailable, Limits, SandboxPool  # no numpy: quick
 from autograder.sandbox.warm import idle_seconds
 from autograder.submission import SubmissionError, read_submission
 from autograder.terminal import one_line
@@ -32,11 +33,20 @@ UNISOLATED_NOTE = ("sdpa-course check: this machine refuses the sandbox's isolat
                    "(never grade others' this way)")
 
 
-def _load_engine(load) -> None:
+def _load_engine(load, collector_was_on: bool) -> None:
     try:
         load()
     except Exception:  # noqa: BLE001 - the engine imports them again, and says what failed
         pass
+    finally:
+        # What they made joins the oldest generation unwalked (freeze, then unfreeze), as
+        # objects that outlive collections do: the young ones' walks skip it again. Not
+        # where a caller froze objects of its own: they stay frozen.
+        if not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
+        if collector_was_on:
+            gc.enable()
 
 
 def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
@@ -50,13 +60,21 @@ def check_path(path: Path, *, as_json: bool = False, variant=None) -> int:
     # The next check (after an edit) forks its worker from this zygote: see `sandbox.warm`.
     pool = SandboxPool(keep_warm=idle_seconds())
     pool.start(wait=False)  # the zygote boots while the engine and the suites import
+    if pool.warm:  # its worker isolates itself while they import
+        pool.prefork(Limits())  # the engine's limits (`grade_cells`, limits=None)
+    # The imports below make objects that live as long as the process: the cyclic garbage
+    # collector ran some sixty times among them (5 ms) and freed next to nothing; it is
+    # back on once they are done.
+    collector_was_on = gc.isenabled()
+    gc.disable()
     # deferred: numpy, the engine and the suites import while the zygote boots
     from autograder.engine import grade_cells, load
 
     if pool.warm:  # no zygote to wait for: the suites and diagnoses load while the cells run
-        threading.Thread(target=_load_engine, args=(load,), daemon=True).start()
-    else:
-        load()  # the hidden suites, the diagnoses and the report load meanwhile too
+        threading.Thread(target=_load_engine, args=(load, collector_was_on),
+                         daemon=True).start()
+    else:  # the hidden suites, the diagnoses and the report load meanwhile too
+        _load_engine(load, collector_was_on)
 
     try:
         graded_as = {} if variant is None else {"variant": variant}

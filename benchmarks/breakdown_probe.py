@@ -35,6 +35,7 @@ STEPS = {
         ("SandboxPool.__init__", "sandbox pool: paths to hide"),
         ("SandboxPool._begin_launch", "zygote: launching it"),
         ("SandboxPool._finish_launch", "zygote: waiting for it"),
+        ("SandboxPool.prefork", "worker: forked ahead (warm)"),
         ("SandboxPool.close", "sandbox pool: closing"),
     ],
     "autograder.sandbox.process": [

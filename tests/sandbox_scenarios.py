@@ -29,6 +29,8 @@ STATUS_KEYS = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "
 
 def _sandbox(pool: SandboxPool, *sources: str, limits: Limits = LIMITS) -> Sandbox:
     cells = [Cell(textwrap.dedent(s), f"cell {i + 1}") for i, s in enumerate(sources)]
+    if pool.warm:  # as `check` does: the worker forked ahead of its sandbox
+        pool.prefork(limits)
     sandbox = Sandbox(cells, limits=limits, pool=pool)
     sandbox.start()
     return sandbox

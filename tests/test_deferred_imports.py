@@ -4,8 +4,10 @@ answers; and the command line's exit still runs the atexit handlers and flushes 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +86,30 @@ def test_the_engine_imports_what_grades_once_the_cells_run_or_when_check_loads_i
                           check=True)
     before, after = json.loads(done.stdout)
     assert before == [] and len(after) == 5
+
+
+def test_check_imports_with_the_collector_paused_and_leaves_it_as_it_was(tmp_path):
+    """`check_path` imports the engine with the collector off, then puts what the imports
+    made in the oldest generation (nothing stays frozen): a few young collections in the
+    whole check instead of one every 700 objects imported, and the collector on or off
+    afterwards as it was before."""
+    answer_key = Path(__file__).resolve().parent.parent / "solutions/sdpa/attention.ipynb"
+    script = ("import gc, io, json, sys, contextlib\nfrom pathlib import Path\n"
+              "from autograder.check import check_path\n"
+              "if sys.argv[2] == 'off':\n    gc.disable()\n"
+              "before = sum(generation['collections'] for generation in gc.get_stats())\n"
+              "with contextlib.redirect_stdout(io.StringIO()) as shown:\n"
+              "    status = check_path(Path(sys.argv[1]), as_json=True)\n"
+              "collections = sum(g['collections'] for g in gc.get_stats()) - before\n"
+              "print(json.dumps([status, json.loads(shown.getvalue())['score'], gc.isenabled(),"
+              " gc.get_freeze_count(), collections]))")
+    env = {**os.environ, "SDPA_COURSE_WARM_SANDBOX": "0"}
+    for collector in ("on", "off"):
+        done = subprocess.run([sys.executable, "-c", script, str(answer_key), collector],
+                              capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        status, score, enabled, frozen, collections = json.loads(done.stdout)
+        assert (status, score, frozen) == (0, 20.0, 0)
+        assert enabled is (collector == "on")
+        assert collections <= 10, collections

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.sandbox import Cell, Sandbox, SandboxPool, warm
+from autograder.sandbox import Cell, Limits, Sandbox, SandboxPool, warm
 
 REPO = Path(__file__).resolve().parent.parent
 ANSWER_KEY = REPO / "solutions" / "sdpa" / "attention.ipynb"
@@ -362,3 +362,96 @@ def test_the_listening_socket_is_never_a_workers(cache):
             pool=pool) as sandbox:
         assert [o.status for o in sandbox.start()] == ["ok"]
         assert sandbox.get("sockets") == 1  # its channel to the trusted side
+
+
+
+
+def _in_cgroup(pid: int, cgroup) -> bool:
+    """Whether a host pid is in each directory of `cgroup` (v1 or v2), as the host sees it."""
+    paths = [line.split(":", 2)[2] for line in Path(f"/proc/{pid}/cgroup").read_text().split()]
+    return all(any(d.endswith(p) for p in paths if p != "/") for d in cgroup.dirs)
+
+
+def _ends(read_end: int, seconds: float = 30.0) -> bool:
+    """Whether the write end of a worker's output pipe, which only the worker (and what it
+    started) holds, closes within `seconds`: the worker is gone."""
+    os.set_blocking(read_end, False)
+    poller = select.poll()
+    poller.register(read_end, select.POLLIN | select.POLLHUP)
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            if poller.poll(1000):
+                try:
+                    if os.read(read_end, 1 << 16) == b"":
+                        return True
+                except BlockingIOError:
+                    pass
+        return False
+    finally:
+        os.close(read_end)
+
+
+def test_a_worker_forked_ahead_is_the_first_sandboxs_with_its_own_uid_and_cgroup(cache):
+    """`check` has the warm zygote fork its worker while it imports the engine
+    (`SandboxPool.prefork`): the first sandbox with those limits takes it, uid and cgroup
+    included, and it is as fresh as any; the next sandbox forks its own."""
+    with SandboxPool(keep_warm=60) as first:
+        first.start()
+    with SandboxPool(keep_warm=60) as pool:
+        assert pool.warm and pool.prefork(Limits())
+        assert not pool.prefork(Limits())  # one ahead at most
+        _, uid, cgroup, _ = pool._preforked
+        with Sandbox([Cell("import os, numpy\nnumpy.pi = 3.0\nuid = os.getuid()\n",
+                           "cell 1")], pool=pool) as sandbox:
+            assert [o.status for o in sandbox.start()] == ["ok"]
+            assert pool._preforked is None and sandbox.uid == uid
+            if cgroup is not None:
+                assert sandbox._cgroup is cgroup
+                assert _in_cgroup(sandbox.pid, cgroup)
+            if pool.layers["spare_uids"]:
+                assert sandbox.get("uid") == uid
+        with Sandbox([Cell("import numpy\npi = float(numpy.pi)\n", "cell 1")],
+                     pool=pool) as later:
+            assert [o.status for o in later.start()] == ["ok"]
+            assert later.get("pi") == pytest.approx(3.141592653589793)
+            assert later.uid != uid
+    if cgroup is not None:
+        assert not any(os.path.exists(d) for d in cgroup.dirs)
+    warm.stop(pool.warm_socket)
+
+
+def test_a_worker_forked_ahead_for_other_limits_or_never_taken_ends_with_its_cgroup(cache):
+    with SandboxPool(keep_warm=60) as first:
+        first.start()
+    with SandboxPool(keep_warm=60) as pool:
+        assert pool.prefork(Limits(cell_seconds=3.0))
+        _, _, cgroup, channels = pool._preforked
+        output = os.dup(channels[1])
+        with Sandbox([Cell("x = 1\n", "cell 1")], pool=pool) as sandbox:  # the default limits
+            assert [o.status for o in sandbox.start()] == ["ok"]
+        assert pool._preforked is None and _ends(output)
+        if cgroup is not None:
+            assert not any(os.path.exists(d) for d in cgroup.dirs)
+        assert pool.prefork(Limits())
+        _, _, cgroup, channels = pool._preforked
+        output = os.dup(channels[1])
+    assert _ends(output)  # the pool closed with it untaken
+    if cgroup is not None:
+        assert not any(os.path.exists(d) for d in cgroup.dirs)
+    warm.stop(pool.warm_socket)
+
+
+def test_nothing_is_forked_ahead_before_a_zygote_runs(cache):
+    """A cold pool's zygote is still starting: forking ahead would wait for it, which is
+    what `check` imports the engine during."""
+    pool = SandboxPool(keep_warm=60)
+    try:
+        assert not pool.prefork(Limits())
+        pool.start(wait=False)
+        assert not pool.prefork(Limits())
+    finally:
+        pool.close()
+    assert not pool.prefork(Limits())
+    if pool.warm_socket is not None:
+        warm.stop(pool.warm_socket)

@@ -23,7 +23,9 @@ which processes forked from the pool's owner (grading processes) fork their work
 same zygote: one zygote's start for a whole class, the same isolation for every worker;
 `SandboxPool(keep_warm=seconds)`, `SandboxPool.warm` and `warm`: a zygote left running after
 its pool closes, which the next pool with the same configuration (the next `sdpa-course
-check`) forks its workers from.
+check`) forks its workers from; `SandboxPool.prefork(limits)`, with which such a pool forks
+its next worker at once, isolating itself while the caller imports the engine, for the first
+`Sandbox` with those limits to take (its own uid and cgroup; ended with the pool if none).
 `Sandbox.call_measuring_memory` returns a `MemoryUse`: the peak tracemalloc saw in the worker
 and the growth of the worker's memory high-water mark read from outside it (`gauge`); from
 the first measured call on, that worker can start no process or thread.

@@ -14,11 +14,12 @@ runs student code without them, and every report then says so in its warnings.
 from __future__ import annotations
 
 import atexit
-import importlib.metadata
+import importlib.machinery
 import importlib.util
 import json
 import marshal
 import os
+import re
 import secrets
 import socket
 import struct
@@ -115,18 +116,89 @@ def _checkout_paths(checkout: Path) -> list[str]:
     return [str(checkout / d) for d in (*KIT_DIRECTORIES, *FORBIDDEN_PACKAGES)]
 
 
+class _AskMetadata(Exception):
+    """The kit's dist-info cannot be read here exactly as importlib.metadata reads it."""
+
+
+def _kit_record() -> tuple[Path, list[str], str | None] | None:
+    """The kit's distribution as `importlib.metadata.distribution` finds it, read from its
+    dist-info directly: (the directory holding the dist-info, the paths its RECORD lists,
+    the text of its direct_url.json or None); None when it is not installed.
+
+    Importing importlib.metadata (email, zipfile, inspect...) took about 7 ms of every
+    `check` (a thirtieth of a warm one), which needs only this. The search is importlib.
+    metadata's: the first
+    sys.path entry holding a `*.dist-info` or `*.egg-info` whose name normalises to the
+    kit's. Raises `_AskMetadata` wherever that reading could differ from its own (a finder
+    of distributions other than the path's, a zip or egg on sys.path, an egg-info, two
+    candidates in one directory, a RECORD missing, empty or not of 1 to 3 fields a row).
+    """
+    import csv  # deferred: only here
+
+    if any(getattr(finder, "find_distributions", None) is not None
+           and finder is not importlib.machinery.PathFinder for finder in sys.meta_path):
+        raise _AskMetadata
+    wanted = re.sub(r"[-_.]+", "-", KIT_DISTRIBUTION).lower().replace("-", "_")
+    for entry in sys.path:
+        if os.path.basename(entry).lower().endswith(".egg"):
+            raise _AskMetadata
+        try:
+            children = os.listdir(entry or ".")
+        except NotADirectoryError:  # a zip: importlib.metadata looks inside
+            raise _AskMetadata from None
+        except OSError:
+            continue
+        found = [child for child in children if child.lower().endswith(
+            (".dist-info", ".egg-info")) and re.sub(
+                r"[-_.]+", "-", child.lower().rpartition(".")[0].partition("-")[0]
+            ).replace("-", "_") == wanted]
+        if not found:
+            continue
+        if len(found) != 1 or not found[0].lower().endswith(".dist-info"):
+            raise _AskMetadata
+        info = Path(entry, found[0])
+        try:
+            record = (info / "RECORD").read_text(encoding="utf-8")
+        except OSError:
+            raise _AskMetadata from None
+        rows = list(csv.reader(record.splitlines()))
+        if not rows or any(not 1 <= len(row) <= 3 for row in rows):
+            raise _AskMetadata
+        try:
+            direct_url = (info / "direct_url.json").read_text(encoding="utf-8")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            direct_url = None
+        return info.parent, [row[0] for row in rows], direct_url
+    return None
+
+
+def _kit_record_by_metadata() -> tuple[Path, list[str], str | None] | None:
+    """`_kit_record`, asked of importlib.metadata itself."""
+    import importlib.metadata  # deferred: see `_kit_record`
+
+    try:
+        dist = importlib.metadata.distribution(KIT_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return (Path(str(dist.locate_file(""))), [str(file) for file in dist.files or ()],
+            dist.read_text("direct_url.json"))
+
+
 def _installed_kit_paths() -> list[str]:
     """Every top-level file or directory the kit's distribution installed (its packages, the
     data copy of `source/` and `solutions/`, the .pth of an editable install, dist-info),
     and the checkout an editable install points at."""
     try:
-        dist = importlib.metadata.distribution(KIT_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
+        found = _kit_record()
+    except _AskMetadata:
+        found = _kit_record_by_metadata()
+    if found is None:
         return []
+    where, files, direct_url = found
     paths = set()
-    site_dir = Path(str(dist.locate_file(""))).resolve()
-    for file in dist.files or ():
-        path = Path(str(dist.locate_file(file))).resolve()
+    site_dir = where.resolve()
+    for file in files:
+        path = (where / file).resolve()
         try:
             first = path.relative_to(site_dir).parts[0]
         except (ValueError, IndexError):
@@ -134,7 +206,7 @@ def _installed_kit_paths() -> list[str]:
             continue
         paths.add(str(site_dir / first) if first != "__pycache__" else str(path))
     try:
-        url = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+        url = json.loads(direct_url or "{}").get("url", "")
     except ValueError:
         url = ""
     if url.startswith("file://"):
@@ -244,6 +316,7 @@ class SandboxPool:
         self.warm = False  # whether this pool's zygote was already running, kept warm
         self.warm_socket: Path | None = None  # where a zygote kept warm listens, if any
         self._warm_socket: Path | None = None  # where the zygote this pool starts will listen
+        self._preforked: tuple | None = None  # (limits, uid, cgroup, channels): `prefork`
 
     def __enter__(self) -> SandboxPool:
         self.start()
@@ -534,15 +607,72 @@ class SandboxPool:
         self._process, self._control = None, None
         self._attached = False  # a zygote started again is this pool's own
 
+    def prefork(self, limits: Limits) -> bool:
+        """Fork the next submission's worker now, for the first `Sandbox` with these `limits`
+        to take (`take_preforked`), if this pool's zygote is running already (kept warm):
+        the worker joins its cgroup and isolates itself while the caller goes on (`check`
+        imports numpy and the engine meanwhile) instead of while it waits. It is a fresh
+        fork like any other, with a uid and a cgroup of its own, and runs no code before the
+        sandbox that takes it sends some; one nobody takes ends with the pool. Whether a
+        worker was forked."""
+        with self._lock:
+            if (self._closed or self._preforked is not None or self._pending is not None
+                    or not self._running()):
+                return False
+        uid, cgroup = self.new_uid(), None
+        try:
+            cgroup = self.new_cgroup(limits)
+            channels = self.spawn(limits, uid, cgroup)
+        except (OSError, RuntimeError):  # the sandbox's own fork then fails, and says why
+            if cgroup is not None:
+                cgroup.remove()
+            return False
+        preforked = (limits, uid, cgroup, channels)
+        with self._lock:
+            if self._preforked is None and not self._closed:
+                self._preforked = preforked
+                return True
+        _discard_preforked(preforked)  # closed, or another thread forked one meanwhile
+        return False
+
+    def take_preforked(self, limits: Limits
+                       ) -> tuple[int, SubmissionCgroup | None, tuple] | None:
+        """The worker `prefork` started, if it was for these `limits`, as (its uid, its
+        cgroup, `spawn`'s channels), and only once; None otherwise."""
+        with self._lock:
+            preforked, self._preforked = self._preforked, None
+        if preforked is None:
+            return None
+        if preforked[0] != limits or self._owner != os.getpid():
+            # in a process forked from the owner, the worker and its cgroup stay the owner's
+            _discard_preforked(preforked, owned=self._owner == os.getpid())
+            return None
+        return preforked[1:]
+
     def close(self) -> None:
         """Stop the zygote, which takes every worker it forked along, and remove the cgroups."""
         with self._lock:
             self._closed = True
+            if self._preforked is not None:
+                _discard_preforked(self._preforked, owned=self._owner == os.getpid())
+            self._preforked = None
             if self._owner == os.getpid():
                 self._stop_zygote()
                 if self.cgroups is not None:
                     self.cgroups.close()
                     self.cgroups = None
+
+
+def _discard_preforked(preforked: tuple, owned: bool = True) -> None:
+    """End a worker `prefork` started that no sandbox took: the zygote kills it once its
+    report pipe is closed, and its cgroup (killing what is left there) goes. Not `owned`
+    (in a process forked from the pool's owner): only this process's copies close."""
+    _, _, cgroup, (sock, out_read, report_read) = preforked
+    sock.close()
+    for fd in (out_read, report_read):
+        os.close(fd)
+    if cgroup is not None and owned:
+        cgroup.remove()
 
 
 _default_pool: SandboxPool | None = None

@@ -113,11 +113,13 @@ class WorkerProcess:
     """One forked worker process and the channels to it."""
 
     def __init__(self, pool: SandboxPool, limits: Limits, uid: int,
-                 cgroup: SubmissionCgroup | None = None):
+                 cgroup: SubmissionCgroup | None = None, spawned: tuple | None = None):
+        """`spawned`: the channels of a worker `pool.prefork` forked for this uid and cgroup
+        (it has run nothing yet); otherwise one is forked now."""
         self.limits = limits
         self.cgroup = cgroup
         self.oom_kills_before = cgroup.oom_kills() if cgroup is not None else 0
-        self.sock, self.out_fd, self.report_fd = pool.spawn(limits, uid, cgroup)
+        self.sock, self.out_fd, self.report_fd = spawned or pool.spawn(limits, uid, cgroup)
         self.buffer = bytearray()
         self.exit_status: int | None = None
         self.cpu_seconds = 0.0

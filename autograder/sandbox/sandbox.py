@@ -153,10 +153,15 @@ class Sandbox:
     def _new_worker(self) -> WorkerProcess:
         if self._closed:
             raise RuntimeError("this Sandbox is closed")
-        if not self._cgroup_made:
-            self._cgroup = self.pool.new_cgroup(self.limits)
+        spawned = None
+        if not self._cgroup_made:  # the first worker: the one the pool forked ahead, if any
+            preforked = self.pool.take_preforked(self.limits)
+            if preforked is not None:
+                self.uid, self._cgroup, spawned = preforked
+            else:
+                self._cgroup = self.pool.new_cgroup(self.limits)
             self._cgroup_made = True
-        worker = WorkerProcess(self.pool, self.limits, self.uid, self._cgroup)
+        worker = WorkerProcess(self.pool, self.limits, self.uid, self._cgroup, spawned)
         for text in self.pool.warnings:
             if text not in self.warnings:
                 self.warnings.append(text)
