@@ -4,6 +4,7 @@ and importlib.metadata itself wherever the two readings could differ."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.metadata
 import subprocess
 import sys
@@ -13,13 +14,23 @@ import pytest
 from autograder.sandbox import pool
 
 
+@pytest.fixture
+def path_finder_only(monkeypatch):
+    """sys.meta_path without the distribution finders packages install (importlib_metadata,
+    once some library imports it, puts its own there): as a `check` process has it."""
+    monkeypatch.setattr(sys, "meta_path", [
+        finder for finder in sys.meta_path
+        if getattr(finder, "find_distributions", None) is None
+        or finder is importlib.machinery.PathFinder])
+
+
 def _by_metadata(monkeypatch) -> list[str]:
     with monkeypatch.context() as patched:
         patched.setattr(pool, "_kit_record", lambda: (_ for _ in ()).throw(pool._AskMetadata))
         return pool._installed_kit_paths()
 
 
-def test_the_kits_files_are_those_importlib_metadata_lists(monkeypatch):
+def test_the_kits_files_are_those_importlib_metadata_lists(monkeypatch, path_finder_only):
     found = pool._kit_record()
     dist = importlib.metadata.distribution(pool.KIT_DISTRIBUTION)
     assert found is not None
@@ -38,7 +49,7 @@ def _dist_info(folder, name: str, record: str):
 
 
 def test_the_first_path_entry_holding_the_kit_is_read_as_importlib_metadata_reads_it(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, path_finder_only):
     site = tmp_path / "site"
     _dist_info(site, "SDPA.Course-9.dist-info",
                'sdpa_course/__init__.py,,\n"odd,name.py",sha256=x,3\n'
@@ -86,3 +97,19 @@ def test_check_finds_the_paths_to_hide_without_importing_importlib_metadata():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["False"]
+
+
+def test_another_finder_of_distributions_is_left_to_importlib_metadata(monkeypatch):
+    class Finder:  # as importlib_metadata's MetadataPathFinder, once imported
+        @staticmethod
+        def find_spec(*args):
+            return None
+
+        @staticmethod
+        def find_distributions(*args, **kwargs):
+            return iter(())
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder])
+    with pytest.raises(pool._AskMetadata):
+        pool._kit_record()
+    assert pool._installed_kit_paths() == _by_metadata(monkeypatch)

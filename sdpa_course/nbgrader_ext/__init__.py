@@ -8,7 +8,8 @@ engine in `Execute`'s slot of autograde (`autograde`), deleted graded cells put 
 page's steps, redaction, exporter and template (`feedback_step`, `feedback_view`, `redact`,
 `feedback_exporter`, `templates/`), what makes any page of a student's notebook safe
 (`safe_notebook`, `student_html`: formgrader's too; `code_html`: one highlighter for its code;
-`cell_budget`: how many cells a page shows, the rest folded into one notice) and
+`cell_budget`: how many cells a page shows, the rest folded into one notice), the outputs
+the kit builds itself without nbformat's check of each one (`outputs`) and
 `nbgrader export`'s plugin that lists every student (`export`).
 
 May import: `sdpa_course.errors`, `sdpa_course.assignment`, `sdpa_course.engine_call`,
