@@ -182,3 +182,14 @@ def test_stopped_runs_name_a_graded_students_stopped_exercises_then_cells_and_a_
                             "ex1": {"diagnoses": ["no-scaling", "crashed"]}}}
     assert records.stopped_runs(record) == ["ex1: crashed", "ex2: timeout", "cell 49 (timeout)"]
     assert records.stopped_runs({**record, "status": records.FAILED}) == []
+
+
+def test_not_answered_names_only_the_exercises_diagnosed_so_and_a_failed_record_none():
+    """records.not_answered: an exercise with other diagnoses, or none, is answered (`and` ->
+    `or` called every exercise with a list of diagnoses not answered)."""
+    record = {"status": records.GRADED,
+              "exercises": {"ex3": {"diagnoses": ["not-answered", "crashed"]},
+                            "ex1": {"diagnoses": []}, "ex2": {"diagnoses": ["no-scaling"]},
+                            "ex4": {"diagnoses": ["not-answered"]}, "ex5": "not-answered"}}
+    assert records.not_answered(record) == ["ex3", "ex4"]
+    assert records.not_answered({**record, "status": records.FAILED}) == []
