@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import sys
 import textwrap
 
@@ -112,3 +113,48 @@ def test_the_address_space_the_memory_limit_is_added_to_is_counted_in_bytes():
         vm_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
     # read a moment apart: equal but for an allocation made in between
     assert abs(isolation.address_space_bytes() - vm_kib * 1024) <= vm_kib * 1024 // 100
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="sets the limits in a forked child")
+def test_the_cpu_limit_leaves_a_second_between_sigxcpu_and_sigkill():
+    """isolation.py apply_limits, in a child of this process: RLIMIT_CPU's hard limit a
+    second above the soft one (`+ 1` -> `* 1` killed at once, without the SIGXCPU a handler
+    may catch; `| 1` did so for an odd limit), the file size cap in MiB, no core files."""
+    limits = {"cpu_seconds": 7, "memory_mb": 256, "processes": 64, "open_files": 128,
+              "disk_mb": 3}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: limit itself, say what it got, go
+        try:
+            isolation.apply_limits(limits, 0, isolation.NAMESPACES)
+            got = [resource.getrlimit(which) for which in (
+                resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)]
+            os.write(write, repr(got).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        got = answer.read()
+    os.waitpid(pid, 0)
+    assert got == repr([(7, 8), (3 * MiB, 3 * MiB), (0, 0)])
+
+
+def test_runtime_trees_under_the_roots_tmp_are_bound_back_whole(monkeypatch):
+    """isolation.py _private_tmp: each held tree is bound, with its submounts, from HOLD into
+    the private /tmp (`MS_BIND | MS_REC` -> `/` passed 0.25: no bind at all). Only a root
+    whose runtime lives under /tmp (a checkout cloned there) has held trees, so the kernel's
+    calls are recorded here rather than made."""
+    calls = []
+    monkeypatch.setattr(isolation.kernel, "mount", lambda *args: calls.append(("mount", *args)))
+    monkeypatch.setattr(isolation.kernel, "umount", lambda *args: calls.append(("umount", *args)))
+    monkeypatch.setattr(isolation.os.path, "isdir", lambda path: True)
+    monkeypatch.setattr(isolation.os, "mkdir", lambda *args: calls.append(("mkdir", *args)))
+    isolation._private_tmp(64, ["venv"])
+    tree = isolation.kernel.MS_BIND | isolation.kernel.MS_REC
+    assert calls == [
+        ("mount", "/tmp", isolation.HOLD, None, tree),
+        ("mount", "tmpfs", "/tmp", "tmpfs", isolation.kernel.MS_NOSUID | isolation.kernel.MS_NODEV,
+         "size=64m,mode=1777"),
+        ("mkdir", "/tmp/venv", 0o755),
+        ("mount", f"{isolation.HOLD}/venv", "/tmp/venv", None, tree),
+        ("umount", isolation.HOLD)]
