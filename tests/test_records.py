@@ -193,3 +193,16 @@ def test_not_answered_names_only_the_exercises_diagnosed_so_and_a_failed_record_
                             "ex4": {"diagnoses": ["not-answered"]}, "ex5": "not-answered"}}
     assert records.not_answered(record) == ["ex3", "ex4"]
     assert records.not_answered({**record, "status": records.FAILED}) == []
+
+
+def test_a_record_file_is_the_same_text_whatever_order_its_record_was_built_in(tmp_path):
+    """save_record sorts the keys (`sort_keys=True` -> `False` wrote them as built: the same
+    record, built in another order, gave a file of another text)."""
+    ada = records.graded_record("ada", REPORT, "f1", [])
+    path = records.results_dir(tmp_path) / "ada.json"
+    records.save_record(tmp_path, ada)
+    first = path.read_text()
+    records.save_record(tmp_path, dict(reversed(list(ada.items()))))
+    assert path.read_text() == first
+    keys = list(json.loads(first))
+    assert keys == sorted(keys)
