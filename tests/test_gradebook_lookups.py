@@ -73,7 +73,8 @@ def test_every_lookup_answers_as_nbgraders_own(course):
         for lookup in (lambda: reused.find_grade("no_such_cell", NB, ASSIGNMENT, "ada"),
                        lambda: reused.find_comment("no_such_cell", NB, ASSIGNMENT, "ada"),
                        lambda: reused.find_grade("ex2_explain", NB, ASSIGNMENT, "nobody"),
-                       lambda: reused.find_source_cell("no_such_cell", NB, ASSIGNMENT)):
+                       lambda: reused.find_source_cell("no_such_cell", NB, ASSIGNMENT),
+                       lambda: reused.find_graded_cell("no_such_cell", NB, ASSIGNMENT)):
             with pytest.raises(MissingEntry):
                 lookup()
 

@@ -109,6 +109,7 @@ TARGETS = {t.name: t for t in (
                "test_the_schema_repair_drops_a_breaking_metadata_entry_and_renews_a_breaking_"
                "cell_id",
                "test_a_notebook_over_the_size_limit_is_failed_saying_its_size_in_mb",
+               "test_a_timestamp_or_notebook_that_is_a_link_is_never_read_through",
                "test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported",
                "test_many_forged_cells_are_listed_ten_by_name_and_the_rest_counted",
                "test_the_releases_own_cells_keep_their_metadata_graded_answer_and_locked_alike",
@@ -133,7 +134,9 @@ TARGETS = {t.name: t for t in (
                "test_feedback_is_written_for_graded_students_only",
                "test_json_of_a_failed_student_has_a_reason_and_no_score",
                "test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_earned",
-           )) + " tests/test_gradebook_lookups.py::test_a_step_that_fails_in_the_shared_"
+               "test_a_deep_or_crowded_submission_folder_is_walked_within_bounds",
+           )) + " tests/test_gradebook_lookups.py::test_every_lookup_answers_as_nbgraders_own"
+           " tests/test_gradebook_lookups.py::test_a_step_that_fails_in_the_shared_"
            "gradebook_is_rolled_back_and_one_that_ends_is_not"),
     Target("records", ("sdpa_course/reports/records.py",),
            "tests/test_records.py tests/test_grade.py -m 'not slow' -k 'test_records or "
