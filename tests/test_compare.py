@@ -29,6 +29,7 @@ from autograder.compare import (
     close,
     expect_close,
     expect_shape,
+    mib_seen,
     numbers,
     significant_figures,
 )
@@ -271,3 +272,14 @@ def test_fewer_decimals_is_only_an_answer_written_with_fewer_decimals_than_asked
     assert not fewer_decimals([0.7071], [0.7071])
     assert not fewer_decimals([0.69], [0.7071])  # two decimals, off by more than a unit
     assert not fewer_decimals([0.71], [0.7071, 0.0])  # another shape
+
+
+def test_memory_in_a_message_is_mib_rounded_up_to_a_power_of_two():
+    """`mib_seen`: whole MiB, rounded up (a byte over is the next MiB), at least 1, then up
+    to the next power of two, so that a call cannot spell a number in the size it allocates
+    (the four arithmetic mutants of its two lines left it saying other sizes)."""
+    MiB = 2**20
+    said = {0: 1, 1: 1, MiB - 1: 1, MiB: 1, MiB + 1: 2, 2 * MiB: 2, 2 * MiB + 1: 4,
+            3 * MiB: 4, 4 * MiB: 4, 5 * MiB - 1: 8, 8 * MiB: 8, 8 * MiB + 1: 16,
+            33 * MiB: 64, 96 * MiB: 128, 2**40: 2**20}
+    assert {nbytes: mib_seen(nbytes) for nbytes in said} == said

@@ -1249,3 +1249,57 @@ def test_cells_beyond_the_pages_budget_still_run_and_count(tmp_path):
     assert kim["folded_cells"]["cells"] > 0
     page = (course / "feedback" / "kim" / "sdpa" / "attention.html").read_text()
     assert "my_softmax(z)" in page and "def my_softmax" not in page  # answer shown, helper folded
+
+
+# sdpa_course.grading.submissions on its own (mutants of docs/mutation-score.md, issue 28)
+
+def test_read_regular_reads_one_byte_past_any_limit_odd_or_even(tmp_path):
+    """`max_bytes + 1`, not `max_bytes | 1` (the same for the kit's even limits only)."""
+    from sdpa_course.grading.submissions import read_regular
+
+    (tmp_path / "f").write_bytes(b"x" * 10)
+    assert [len(read_regular(tmp_path / "f", limit)) for limit in (7, 8, 9, 10)] == [8, 9, 10, 10]
+
+
+def test_a_misnamed_assignment_folder_is_named_as_it_is_spelt_the_first_of_two_in_order(
+        tmp_path):
+    from sdpa_course.grading.submissions import _misplaced
+
+    (tmp_path / "Sdpa").mkdir()
+    assert "the assignment's folder is named Sdpa, not sdpa" in _misplaced(
+        tmp_path, "sdpa", "attention")
+    (tmp_path / "SDPA").mkdir()  # sorted before Sdpa
+    assert "the assignment's folder is named SDPA, not sdpa" in _misplaced(
+        tmp_path, "sdpa", "attention")
+
+
+def test_the_schema_repair_drops_a_breaking_metadata_entry_and_renews_a_breaking_cell_id():
+    """`_follow_the_schema`: the entry removed (a `not` added kept it, 20 passes, then the
+    notebook failed), the id replaced by one as nbformat makes them, on that very cell."""
+    from sdpa_course.grading.submissions import _follow_the_schema
+
+    nb = answer_key()
+    nb.metadata["language_info"] = {"name": 5}
+    nb.cells[2]["id"] = "not an id!"
+    kept = [cell["id"] for cell in nb.cells]
+    assert _follow_the_schema(nb) == (["metadata/language_info", "cells/2/id"], "")
+    assert "language_info" not in nb.metadata
+    assert re.fullmatch("[0-9a-f]{8}", nb.cells[2]["id"])
+    assert [cell["id"] for cell in nb.cells] == kept[:2] + [nb.cells[2]["id"]] + kept[3:]
+
+
+def test_a_notebook_over_the_size_limit_is_failed_saying_its_size_in_mb(tmp_path):
+    from sdpa_course.grading.submissions import (
+        MAX_NOTEBOOK_BYTES,
+        GradingFailed,
+        Submission,
+        read_submitted_notebook,
+    )
+
+    folder = tmp_path / "fay" / "sdpa"
+    folder.mkdir(parents=True)
+    with (folder / "attention.ipynb").open("wb") as fh:
+        fh.truncate(MAX_NOTEBOOK_BYTES + 2 * 2**20 - 1)  # sparse: 21.99... MiB
+    with pytest.raises(GradingFailed, match=r"^attention\.ipynb is 21 MB, more than the 20 MB "):
+        read_submitted_notebook(Submission("fay", folder, folder / "attention.ipynb"),
+                                set(), set())

@@ -73,7 +73,8 @@ def test_every_lookup_answers_as_nbgraders_own(course):
         for lookup in (lambda: reused.find_grade("no_such_cell", NB, ASSIGNMENT, "ada"),
                        lambda: reused.find_comment("no_such_cell", NB, ASSIGNMENT, "ada"),
                        lambda: reused.find_grade("ex2_explain", NB, ASSIGNMENT, "nobody"),
-                       lambda: reused.find_source_cell("no_such_cell", NB, ASSIGNMENT)):
+                       lambda: reused.find_source_cell("no_such_cell", NB, ASSIGNMENT),
+                       lambda: reused.find_graded_cell("no_such_cell", NB, ASSIGNMENT)):
             with pytest.raises(MissingEntry):
                 lookup()
 
@@ -123,6 +124,28 @@ def test_one_commit_writes_once_at_the_end_or_nothing_on_an_error(course, tmp_pa
             assert other.find_grade("ex2_explain", NB, ASSIGNMENT, "ada").manual_score == 1.0
         assert "commit" not in vars(gradebook.db)  # nbgrader's own commit again
 
+
+
+def test_a_step_that_fails_in_the_shared_gradebook_is_rolled_back_and_one_that_ends_is_not(
+        course, tmp_path):
+    """The `with Gradebook(...)` of a step inside `shared_gradebook` rolls back what the
+    step left uncommitted when it raises, and nothing when it ends (`if exc_type is not
+    None` with a `not` added did the opposite: a failed step's change was written by the
+    next commit, and a finished step's lost)."""
+    import shutil
+
+    url = _url(shutil.copytree(course, tmp_path / "course"))
+    with shared_gradebook(url) as gradebook:
+        with pytest.raises(RuntimeError), _as_nbgraders_steps_see_it(url) as step:
+            step.find_grade("ex2_explain", NB, ASSIGNMENT, "ada").manual_score = 2.0
+            raise RuntimeError("a step failed")
+        assert gradebook.find_grade("ex2_explain", NB, ASSIGNMENT, "ada").manual_score is None
+        with _as_nbgraders_steps_see_it(url) as step:
+            step.find_grade("ex2_explain", NB, ASSIGNMENT, "ben").manual_score = 1.0
+        gradebook.db.commit()
+    with Gradebook(url) as other:
+        assert other.find_grade("ex2_explain", NB, ASSIGNMENT, "ada").manual_score is None
+        assert other.find_grade("ex2_explain", NB, ASSIGNMENT, "ben").manual_score == 1.0
 
 def _everything_split_lines_touches():
     nb = answer_key()

@@ -5,6 +5,7 @@ that no size can stand in for another."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import sdpa_ref
 from autograder.diagnoses.ex3 import catalogued_weights
@@ -49,3 +50,70 @@ def attention(Q, K, V, mask=None):
         "out[0] = np.nan  # the same slip at every call",
         "out[0] = np.nan\n    CALLS.append(1)\n    out = out + len(CALLS)")
     assert "stateful" in ex3.diagnose(Student(counted))
+
+
+def test_weights_of_the_wrong_shape_beside_the_right_out_are_a_wrong_shape():
+    """ex3.py `shapes_ok`: attn must be (n, m) too (`==` -> `is not` checked out's shape
+    alone, and weights missing a key were called not normalised, an extra axis nothing)."""
+    from autograder.diagnoses import ex3
+    from tests.test_scoring_gaps import Student
+
+    source = """
+def attention(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)
+    attn = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    attn = attn / attn.sum(axis=-1, keepdims=True)
+    return attn @ V, ATTN
+"""
+    for attn in ("attn[:, :-1]", "attn[None]"):  # (n, m - 1), (1, n, m)
+        assert ex3.diagnose(Student(source.replace("ATTN", attn))) == {"wrong-shape"}, attn
+
+
+def test_each_named_scale_option_multiplies_the_scores_by_what_its_name_says():
+    """misconceptions.py `named_factors` (`1 / math.sqrt(n)` -> `1 * ...`, and the same for
+    m, left the option's name and its factor apart: the fitted factor still called the
+    slip wrong-scale, but a named option is the one meant to explain it first)."""
+    from autograder.diagnoses.misconceptions import SCALES, named_factors
+
+    n, m, d_k, d_v = 3, 5, 4, 2
+    expected = {"1/sqrt(d_k)": 0.5, "none": 1.0, "1/d_k": 0.25, "1/sqrt(d_v)": 2 ** -0.5,
+                "sqrt(d_k)": 2.0, "1/sqrt(n)": 3 ** -0.5, "1/sqrt(m)": 5 ** -0.5}
+    assert set(expected) == set(SCALES) - {"other factor"}
+    assert named_factors(n, m, d_k, d_v) == pytest.approx(expected, rel=1e-12)
+
+
+def test_each_blockwise_model_scale_divides_the_scores_as_its_name_says():
+    """ex4.py `blockwise_model`'s scales, the right steps otherwise: attention with that
+    factor (`"d_k": 1 / d_k` -> `1 * d_k` multiplied by d_k)."""
+    from autograder.diagnoses.ex4 import blockwise_model
+
+    factors = {"sqrt(d_k)": 0.5, "none": 1.0, "d_k": 0.25, "sqrt(d_v)": 2 ** -0.5,
+               "times sqrt(d_k)": 2.0, "sqrt(m)": 5 ** -0.5}  # d_k = 4, d_v = 2, m = 5
+    for scale, factor in factors.items():
+        np.testing.assert_allclose(blockwise_model(Q, K, V, 2, scale=scale),
+                                   sdpa_ref.attention(Q, K, V, scale=factor)[0],
+                                   rtol=1e-12, atol=1e-12, err_msg=scale)
+
+
+def test_a_student_process_that_gives_up_while_probed_gets_no_codes_not_a_kit_error():
+    """diagnoses `_probe`: a StudentError outside a probe's guarded calls (the process gone
+    when asked whether a name exists) means no codes (`except StudentError` replaced by
+    another exception let it through, and the kit failed the submission)."""
+    from autograder.diagnoses import PROBES, _probe
+    from autograder.sandbox.errors import StudentDied
+    from autograder.variants import DEFAULT
+
+    class GaveUp:
+        """A `Student` whose process is gone: each question to it raises."""
+
+        variant = DEFAULT
+
+        def __getattr__(self, name):
+            def gone(*args, **kwargs):
+                raise StudentDied("the process ended (signal 9)")
+            return gone
+
+    for key in PROBES:
+        assert _probe(key, GaveUp()) == set(), key

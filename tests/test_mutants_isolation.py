@@ -6,7 +6,9 @@ graders too, but only as a slow test.)"""
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import sys
 import textwrap
 
@@ -17,6 +19,7 @@ from autograder.sandbox import Cell, Limits, Sandbox, SandboxPool, isolation
 FAST = Limits(cell_seconds=5.0, call_seconds=1.0, interrupt_grace_seconds=0.3, cpu_seconds=10,
               memory_mb=256, max_restarts=4)
 MiB = 2**20
+NAMESPACES = ("user", "mnt", "net", "ipc", "pid_for_children")
 linux_root = pytest.mark.skipif(
     not sys.platform.startswith("linux") or os.geteuid() != 0,
     reason="namespace isolation needs Linux and root")
@@ -26,15 +29,29 @@ linux_root = pytest.mark.skipif(
 def test_dev_shm_is_noexec_a_file_of_megabytes_fits_and_each_worker_has_its_own_ipc():
     """isolation.py: /dev/shm's flags (`MS_NODEV | MS_NOEXEC` -> `<<` left it exec-able), the
     file size limit (`disk_mb * 2**20` -> `2*20`, `2+20`, `2-20`: bytes, not MiB),
-    CLONE_NEWIPC (`|` -> `%` dropped it from the unshare)."""
+    CLONE_NEWIPC (`|` -> `%` dropped it from the unshare); /dev/shm's size (`SHM_MB = 16` ->
+    `15`: cgroups.py makes room for 16 MiB of it), Landlock (`if landlock_abi >= 1` -> `if
+    not ...` skipped it), and the zygote's own namespaces (`NEWNET | NEWIPC` -> `NEWNET %
+    NEWIPC` left it in the grader's network and IPC namespaces)."""
     source = textwrap.dedent(f"""\
-        import os, resource
+        import ctypes, os, resource
         fsize = list(resource.getrlimit(resource.RLIMIT_FSIZE))
         mounts = {{line.split()[1]: line.split()[3].split(',') for line in open('/proc/mounts')}}
         with open('/tmp/four-mib', 'wb') as file:
             file.write(b'x' * {4 * MiB})
         size = os.path.getsize('/tmp/four-mib')
         ipc = os.readlink('/proc/self/ns/ipc')
+        shm = os.statvfs('/dev/shm')
+        shm_bytes = shm.f_blocks * shm.f_frsize
+        # dumpable again, the worker owns its /proc/self files, and only Landlock (refusing
+        # every write outside /tmp and /dev/shm) keeps it from writing one
+        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+        try:
+            with open('/proc/self/comm', 'w') as comm:
+                comm.write('renamed')
+            comm = 'written'
+        except OSError as exc:
+            comm = exc.errno
         """)
     with SandboxPool() as pool:
         # two submissions open at once: their workers come from the same zygote
@@ -48,6 +65,9 @@ def test_dev_shm_is_noexec_a_file_of_megabytes_fits_and_each_worker_has_its_own_
             mounts, size = sandboxes[0].get("mounts"), sandboxes[0].get("size")
             fsize = sandboxes[0].get("fsize")
             ipcs = {sandbox.get("ipc") for sandbox in sandboxes}
+            shm_bytes, comm = sandboxes[0].get("shm_bytes"), sandboxes[0].get("comm")
+            zygote = {kind: os.readlink(f"/proc/{pool.zygote_pid}/ns/{kind}")
+                      for kind in NAMESPACES}
         finally:
             for sandbox in sandboxes:
                 sandbox.close()
@@ -56,6 +76,11 @@ def test_dev_shm_is_noexec_a_file_of_megabytes_fits_and_each_worker_has_its_own_
     assert size == 4 * MiB <= FAST.disk_mb * MiB
     assert fsize == [FAST.disk_mb * MiB] * 2  # the cap itself, as the grader set it
     assert len(ipcs) == 2 and os.readlink("/proc/self/ns/ipc") not in ipcs
+    assert shm_bytes == 16 * MiB  # the 16 MiB cgroups.py adds to the memory limit for it
+    if pool.layers["landlock"]:
+        assert comm == errno.EACCES
+    for kind in NAMESPACES:  # the zygote, not only its workers, is apart from the grader
+        assert zygote[kind] != os.readlink(f"/proc/self/ns/{kind}"), kind
 
 
 def _status(**changed: str) -> dict[str, str]:
@@ -78,3 +103,58 @@ def test_a_worker_without_no_new_privs_refuses_to_serve(monkeypatch, no_new_priv
                         lambda: _status(NoNewPrivs=no_new_privs))
     with pytest.raises(RuntimeError, match="no_new_privs is not set"):
         isolation.check_confined(1234567, spare_uids=True)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
+def test_the_address_space_the_memory_limit_is_added_to_is_counted_in_bytes():
+    """isolation.py address_space_bytes: pages times the page size (`*` -> `^` gave about the
+    number of pages, so RLIMIT_AS held the worker to `memory_mb` in all, runtime included)."""
+    with open("/proc/self/status") as status:
+        vm_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    # read a moment apart: equal but for an allocation made in between
+    assert abs(isolation.address_space_bytes() - vm_kib * 1024) <= vm_kib * 1024 // 100
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="sets the limits in a forked child")
+def test_the_cpu_limit_leaves_a_second_between_sigxcpu_and_sigkill():
+    """isolation.py apply_limits, in a child of this process: RLIMIT_CPU's hard limit a
+    second above the soft one (`+ 1` -> `* 1` killed at once, without the SIGXCPU a handler
+    may catch; `| 1` did so for an odd limit), the file size cap in MiB, no core files."""
+    limits = {"cpu_seconds": 7, "memory_mb": 256, "processes": 64, "open_files": 128,
+              "disk_mb": 3}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: limit itself, say what it got, go
+        try:
+            isolation.apply_limits(limits, 0, isolation.NAMESPACES)
+            got = [resource.getrlimit(which) for which in (
+                resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)]
+            os.write(write, repr(got).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        got = answer.read()
+    os.waitpid(pid, 0)
+    assert got == repr([(7, 8), (3 * MiB, 3 * MiB), (0, 0)])
+
+
+def test_runtime_trees_under_the_roots_tmp_are_bound_back_whole(monkeypatch):
+    """isolation.py _private_tmp: each held tree is bound, with its submounts, from HOLD into
+    the private /tmp (`MS_BIND | MS_REC` -> `/` passed 0.25: no bind at all). Only a root
+    whose runtime lives under /tmp (a checkout cloned there) has held trees, so the kernel's
+    calls are recorded here rather than made."""
+    calls = []
+    monkeypatch.setattr(isolation.kernel, "mount", lambda *args: calls.append(("mount", *args)))
+    monkeypatch.setattr(isolation.kernel, "umount", lambda *args: calls.append(("umount", *args)))
+    monkeypatch.setattr(isolation.os.path, "isdir", lambda path: True)
+    monkeypatch.setattr(isolation.os, "mkdir", lambda *args: calls.append(("mkdir", *args)))
+    isolation._private_tmp(64, ["venv"])
+    tree = isolation.kernel.MS_BIND | isolation.kernel.MS_REC
+    assert calls == [
+        ("mount", "/tmp", isolation.HOLD, None, tree),
+        ("mount", "tmpfs", "/tmp", "tmpfs", isolation.kernel.MS_NOSUID | isolation.kernel.MS_NODEV,
+         "size=64m,mode=1777"),
+        ("mkdir", "/tmp/venv", 0o755),
+        ("mount", f"{isolation.HOLD}/venv", "/tmp/venv", None, tree),
+        ("umount", isolation.HOLD)]

@@ -182,3 +182,27 @@ def test_stopped_runs_name_a_graded_students_stopped_exercises_then_cells_and_a_
                             "ex1": {"diagnoses": ["no-scaling", "crashed"]}}}
     assert records.stopped_runs(record) == ["ex1: crashed", "ex2: timeout", "cell 49 (timeout)"]
     assert records.stopped_runs({**record, "status": records.FAILED}) == []
+
+
+def test_not_answered_names_only_the_exercises_diagnosed_so_and_a_failed_record_none():
+    """records.not_answered: an exercise with other diagnoses, or none, is answered (`and` ->
+    `or` called every exercise with a list of diagnoses not answered)."""
+    record = {"status": records.GRADED,
+              "exercises": {"ex3": {"diagnoses": ["not-answered", "crashed"]},
+                            "ex1": {"diagnoses": []}, "ex2": {"diagnoses": ["no-scaling"]},
+                            "ex4": {"diagnoses": ["not-answered"]}, "ex5": "not-answered"}}
+    assert records.not_answered(record) == ["ex3", "ex4"]
+    assert records.not_answered({**record, "status": records.FAILED}) == []
+
+
+def test_a_record_file_is_the_same_text_whatever_order_its_record_was_built_in(tmp_path):
+    """save_record sorts the keys (`sort_keys=True` -> `False` wrote them as built: the same
+    record, built in another order, gave a file of another text)."""
+    ada = records.graded_record("ada", REPORT, "f1", [])
+    path = records.results_dir(tmp_path) / "ada.json"
+    records.save_record(tmp_path, ada)
+    first = path.read_text()
+    records.save_record(tmp_path, dict(reversed(list(ada.items()))))
+    assert path.read_text() == first
+    keys = list(json.loads(first))
+    assert keys == sorted(keys)

@@ -159,3 +159,29 @@ def test_a_mask_passed_by_position_as_to_attention_is_refused_not_read_as_causal
         flash_attention(Q, K, V, causal_mask(3))
     np.testing.assert_allclose(flash_attention(Q, K, V, causal=True),
                                attention(Q, K, V, mask=causal_mask(3))[0])
+
+
+def test_the_default_tile_is_2048_by_2048():
+    """The tile the 64 MiB bound above is worked out for: the defaults compute exactly what
+    asking for 2048 x 2048 computes (a default changed by one, 2047 or 2049 queries or keys,
+    splits 2100 queries and keys elsewhere, and some last bit differs)."""
+    rng = np.random.default_rng(7)
+    n = m = 2100
+    Q, K, V = rng.normal(size=(n, 4)), 3 * rng.normal(size=(m, 4)), rng.normal(size=(m, 3))
+    for causal in (False, True):
+        np.testing.assert_array_equal(
+            flash_attention(Q, K, V, causal=causal),
+            flash_attention(Q, K, V, causal=causal, block_q=2048, block_k=2048))
+
+
+def test_a_shift_not_needed_is_not_made_however_many_tiles():
+    """The shift moves only where a tile's scores rise past the slack (a bump of 1.0 instead
+    of 0.0 elsewhere moved it by one per tile: after 1000 tiles every weight underflowed, and
+    out was 0 / 0). Every score here is 0, but |scale q| |k| is far above the slack, so each
+    tile is looked at."""
+    m = 1000
+    Q = np.array([[100.0, 0.0]])  # (1, 2)
+    K = np.tile([[0.0, 100.0]], (m, 1))  # (m, 2), each orthogonal to q
+    V = np.random.default_rng(3).normal(size=(m, 3))  # (m, 3)
+    got = flash_attention(Q, K, V, block_k=1)  # (1, 3), one key per tile
+    np.testing.assert_allclose(got, V.mean(axis=0, keepdims=True), rtol=1e-12, atol=1e-14)

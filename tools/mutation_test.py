@@ -85,10 +85,14 @@ TARGETS = {t.name: t for t in (
            "tests/test_mutants_diagnoses.py tests/test_names.py tests/test_not_answered.py "
            "tests/test_fair_isolation.py "
            "tests/test_fair_messages.py tests/test_hostile_values.py tests/test_scoring_gaps.py "
-           "-k 'not memory_point'",
+           "tests/test_corpus.py::test_case_gets_its_expected_score_and_diagnoses "
+           "tests/test_corpus.py::test_every_failure_of_a_mistake_is_explained_by_its_diagnosis "
+           # the corpus with the lesson's numbers only (20-30 s): not the students' variants
+           "-k 'not memory_point and not [max- and not [ada- and not [ned- and not [ora-'",
            "the diagnoses' mutants against the tests that grade slips in this process (the "
-           "hidden suites and diagnoses called on the corpus's pieces, no sandbox, no corpus "
-           "run): about 2 minutes unmutated under load, where `diagnoses` takes 10-20"),
+           "hidden suites and diagnoses called on the corpus's pieces) and the corpus's "
+           "expected diagnoses with the lesson's numbers: about 2 minutes unmutated under "
+           "load, where `diagnoses` takes 10-20"),
     Target("limits", ("autograder/sandbox/limits.py",),
            "tests/test_docs.py tests/test_sandbox.py -k 'limit or memory or timeout or output'"),
     Target("isolation", ("autograder/sandbox/isolation.py",),
@@ -99,6 +103,13 @@ TARGETS = {t.name: t for t in (
                          "sdpa_course/grading/gradebook.py"),
            # in this order (pytest keeps it): the quick ones first, so most mutants die early
            " ".join(f"tests/test_grade.py::{name}" for name in (
+               "test_read_regular_reads_one_byte_past_any_limit_odd_or_even",
+               "test_a_misnamed_assignment_folder_is_named_as_it_is_spelt_the_first_of_two_in_"
+               "order",
+               "test_the_schema_repair_drops_a_breaking_metadata_entry_and_renews_a_breaking_"
+               "cell_id",
+               "test_a_notebook_over_the_size_limit_is_failed_saying_its_size_in_mb",
+               "test_a_timestamp_or_notebook_that_is_a_link_is_never_read_through",
                "test_nbgrader_metadata_the_release_did_not_give_is_removed_and_reported",
                "test_many_forged_cells_are_listed_ten_by_name_and_the_rest_counted",
                "test_the_releases_own_cells_keep_their_metadata_graded_answer_and_locked_alike",
@@ -123,7 +134,10 @@ TARGETS = {t.name: t for t in (
                "test_feedback_is_written_for_graded_students_only",
                "test_json_of_a_failed_student_has_a_reason_and_no_score",
                "test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_earned",
-           ))),
+               "test_a_deep_or_crowded_submission_folder_is_walked_within_bounds",
+           )) + " tests/test_gradebook_lookups.py::test_every_lookup_answers_as_nbgraders_own"
+           " tests/test_gradebook_lookups.py::test_a_step_that_fails_in_the_shared_"
+           "gradebook_is_rolled_back_and_one_that_ends_is_not"),
     Target("records", ("sdpa_course/reports/records.py",),
            "tests/test_records.py tests/test_grade.py -m 'not slow' -k 'test_records or "
            "rerun or interrupted or resubmission or timestamp or json or failed'"),
