@@ -4,8 +4,7 @@ and importlib.metadata itself wherever the two readings could differ."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.metadata
+import json
 import subprocess
 import sys
 
@@ -14,31 +13,46 @@ import pytest
 from autograder.sandbox import pool
 
 
-@pytest.fixture
-def path_finder_only(monkeypatch):
-    """sys.meta_path without the distribution finders packages install (importlib_metadata,
-    once some library imports it, puts its own there): as a `check` process has it."""
-    monkeypatch.setattr(sys, "meta_path", [
-        finder for finder in sys.meta_path
-        if getattr(finder, "find_distributions", None) is None
-        or finder is importlib.machinery.PathFinder])
-
-
 def _by_metadata(monkeypatch) -> list[str]:
     with monkeypatch.context() as patched:
         patched.setattr(pool, "_kit_record", lambda: (_ for _ in ()).throw(pool._AskMetadata))
         return pool._installed_kit_paths()
 
 
-def test_the_kits_files_are_those_importlib_metadata_lists(monkeypatch, path_finder_only):
-    found = pool._kit_record()
-    dist = importlib.metadata.distribution(pool.KIT_DISTRIBUTION)
-    assert found is not None
-    assert found[0] == dist.locate_file("")
-    assert sorted(found[1]) == sorted(str(file) for file in dist.files)
-    assert found[2] == dist.read_text("direct_url.json")
-    assert pool._installed_kit_paths() == _by_metadata(monkeypatch)
-    assert any(path.endswith(".dist-info") for path in pool._installed_kit_paths())
+# Both readings, in a fresh interpreter as `check` runs them: in this one some library may
+# have imported importlib_metadata, which takes over path-based discovery from the standard
+# library (its finder on sys.meta_path, PathFinder's deleted), and then the kit asks
+# importlib.metadata itself (the last test).
+FRESH_READINGS = """
+import importlib.metadata, json, sys
+from autograder.sandbox import pool
+sys.path[:0] = json.loads(sys.argv[1])
+found = pool._kit_record()
+fast = pool._installed_kit_paths()
+pool._kit_record = pool._kit_record_by_metadata
+dist = importlib.metadata.distribution(pool.KIT_DISTRIBUTION)
+print(json.dumps({"found": [str(found[0]), found[1], found[2]], "fast": fast,
+                  "asked": pool._installed_kit_paths(),
+                  "metadata": [str(dist.locate_file("")), [str(f) for f in dist.files],
+                               dist.read_text("direct_url.json")]}))
+"""
+
+
+def _fresh_readings(*path_entries) -> dict:
+    done = subprocess.run([sys.executable, "-c", FRESH_READINGS,
+                           json.dumps([str(entry) for entry in path_entries])],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_the_kits_files_are_those_importlib_metadata_lists():
+    readings = _fresh_readings()
+    where, files, direct_url = readings["found"]
+    assert where == readings["metadata"][0]
+    assert sorted(files) == sorted(readings["metadata"][1])
+    assert direct_url == readings["metadata"][2]
+    assert readings["fast"] == readings["asked"]
+    assert any(path.endswith(".dist-info") for path in readings["fast"])
 
 
 def _dist_info(folder, name: str, record: str):
@@ -49,17 +63,18 @@ def _dist_info(folder, name: str, record: str):
 
 
 def test_the_first_path_entry_holding_the_kit_is_read_as_importlib_metadata_reads_it(
-        tmp_path, monkeypatch, path_finder_only):
+        tmp_path):
     site = tmp_path / "site"
     _dist_info(site, "SDPA.Course-9.dist-info",
                'sdpa_course/__init__.py,,\n"odd,name.py",sha256=x,3\n'
                "../bin/sdpa-course,,\nSDPA.Course-9.dist-info/RECORD,,\n")
-    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
-    where, files, direct_url = pool._kit_record()
-    assert where == site and direct_url is None
+    readings = _fresh_readings(site)
+    where, files, direct_url = readings["found"]
+    assert where == str(site) and direct_url is None
     assert "odd,name.py" in files and "../bin/sdpa-course" in files
-    assert pool._installed_kit_paths() == _by_metadata(monkeypatch)
-    assert str(tmp_path / "bin" / "sdpa-course") in pool._installed_kit_paths()
+    assert readings["metadata"][0] == str(site)
+    assert readings["fast"] == readings["asked"]
+    assert str(tmp_path / "bin" / "sdpa-course") in readings["fast"]
 
 
 @pytest.mark.parametrize("names", [
@@ -113,3 +128,4 @@ def test_another_finder_of_distributions_is_left_to_importlib_metadata(monkeypat
     with pytest.raises(pool._AskMetadata):
         pool._kit_record()
     assert pool._installed_kit_paths() == _by_metadata(monkeypatch)
+    assert any(path.endswith(".dist-info") for path in pool._installed_kit_paths())
