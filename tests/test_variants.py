@@ -565,6 +565,33 @@ def test_right_checks_and_blockwise_earn_full_marks_and_wrong_ones_lose_theirs(s
         assert _checks_and_ex4_failures(case, variant) == expected, (student, case.name)
 
 
+# Exercise 3's attention tests in this process; not the two about what a call does to its
+# input arrays (the sandbox's pipe hands each call copies: test_corpus.py grades them there).
+EX3_VALUES_AND_PROPERTIES = tuple(t for t in collect() if t.exercise == "ex3" and t.name not in (
+    "attention_leaves_its_inputs_unchanged", "attention_accepts_read_only_inputs"))
+IN_SANDBOX_ONLY = {"ex3-mutates-input", "ex3-masked-array"}  # their inputs, as the sandbox's
+
+
+@pytest.mark.parametrize("student", [
+    pytest.param(s, marks=[pytest.mark.slow] if i >= 8 else []) for i, s in enumerate(MANY)])
+def test_every_ex3_answer_loses_the_same_tests_on_every_variant(student):
+    """Each correct style passes every test of exercise 3 and each mistake fails exactly its
+    own, on every student's numbers and shapes: a test whose verdict on one slip depends on
+    the numbers grades two students who made it differently (the stability test's one raised
+    key let K.reshape(d_k, m) for K.T pass for a quarter of them)."""
+    variant = variant_for(SEED, "sdpa", student)
+    skipped = {t.name for t in collect() if t.exercise == "ex3"} - {
+        t.name for t in EX3_VALUES_AND_PROPERTIES}
+    for case in cases(variant):
+        if case.kind not in ("correct", "mistake") or case.fails is None or (
+                case.name in IN_SANDBOX_ONLY):
+            continue
+        student_run = CopyingStudent(run_case(case), variant)
+        failed = {r.name for r in run_tests(student_run, EX3_VALUES_AND_PROPERTIES)
+                  if not r.passed}
+        assert failed == set(case.expected_failures["ex3"]) - skipped, (student, case.name)
+
+
 def _figures(value: float, figures: int = 3) -> float:
     return float(format(value, f".{figures}g"))
 

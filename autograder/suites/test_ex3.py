@@ -89,7 +89,7 @@ def stability_shift(size: int) -> float:
     return float(np.sqrt(800.0 * np.sqrt(size)))
 
 
-# How far one key's scaled score stands above the others' in every row of `spread_inputs`:
+# How far two keys' scaled scores stand above the others' in every row of `spread_inputs`:
 # subtracting the row's minimum, mean or first score leaves an exponent above 709 (even the
 # mean of two scores is 1000 below), subtracting its maximum is exact.
 SPREAD = 2000.0
@@ -98,25 +98,29 @@ SPREAD = 2000.0
 @lru_cache(maxsize=64)
 def spread_inputs(variant):
     """(Q, K, V) of the stability test's third call: its moderate inputs with one more
-    component, `lift` for every query and for one key (never the first, drawn after the
-    other inputs, which stay as they were: the default variant's from seed 309), 0 for the
-    others, so that every query's score on that key is SPREAD above the rest. Shape
+    component, `lift` for every query and for two keys (`_spread_keys`), 0 for the others,
+    so that every query's scores on those keys are SPREAD above the rest. Shape
     (s, s + 1) for Q and K: a shape of its own (d_k = d_v + 1, n = m = d_v)."""
     (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each
     size = Q.shape[0]
-    key = _spread_key(variant, size)
+    keys = list(_spread_keys(size))
     lift = float(np.sqrt(SPREAD * np.sqrt(size + 1)))  # lift**2 / sqrt(d_k) = SPREAD
     extra_k = np.zeros((size, 1))  # (s, 1)
-    extra_k[key] = lift
-    return (np.hstack([Q, np.full((size, 1), lift)]),  # (s, s + 1)
-            np.hstack([K, extra_k]), V)  # (s, s + 1), (s, s)
+    extra_k[keys] = lift
+    K = np.hstack([K, extra_k])  # (s, s + 1)
+    K[keys[1]] = K[keys[0]]  # the same key twice: their weights are equal, in any precision
+    return np.hstack([Q, np.full((size, 1), lift)]), K, V  # (s, s + 1), (s, s + 1), (s, s)
 
 
-def _spread_key(variant, size) -> int:
-    """The key (never the first) that scores SPREAD above the others in the spread calls."""
-    rng = (np.random.default_rng(309) if variant.inputs_seed is None
-           else variant.rng("ex3 spread"))
-    return int(rng.integers(1, size))
+def _spread_keys(size: int) -> tuple[int, int]:
+    """The two keys (never the first) that score SPREAD above the others in the spread calls,
+    the same for every variant: the middle one and the last. Two, so that the answer there
+    is not one value row (a key's V, as one raised key made it): a value slip that also
+    puts all the weight on one raised key matched that row, passing for the students whose
+    numbers let it and failing for the others (K.reshape(d_k, m) for K.T, a quarter of
+    them). The two are the same key (with different values), so attention gives each half
+    the weight, exactly, in float32 too, which no such slip reproduces."""
+    return size // 2, size - 1
 
 
 def spread_in_shape(variant):
@@ -128,7 +132,9 @@ def spread_in_shape(variant):
     lift = float(np.sqrt(SPREAD * np.sqrt(size)))  # lift**2 / sqrt(d_k) = SPREAD
     Q, K = Q.copy(), K.copy()  # (s, s) each
     Q[:, -1] = lift
-    K[_spread_key(variant, size), -1] = lift
+    first, second = _spread_keys(size)
+    K[first, -1] = lift
+    K[second] = K[first]  # the same key twice, as in `spread_inputs`
     return Q, K, V
 
 
@@ -471,8 +477,8 @@ def test_attention_is_stable_at_large_scores(student):
                 got, *large):
             raise Mismatch(f"{name} changes when every score grows by the same amount "
                            "(about 800), which leaves the softmax as it was", hint)
-    Q, K, V = spread_inputs(student.variant)  # one key SPREAD above the others
-    where = f"when one key's score is {SPREAD:.0f} above the others"
+    Q, K, V = spread_inputs(student.variant)  # two keys SPREAD above the others
+    where = f"when two keys' scores are {SPREAD:.0f} above the others"
     try:
         spread = as_result(_call_unmasked(student, Q, K, V))
     except StudentRaised:  # not these shapes (Q @ K needs d_k = m): the same spread in (s, s)
