@@ -185,7 +185,12 @@ def _read_scale(attn, raw, mask, axis):
     shown = np.ones(attn.shape, dtype=bool) if mask is None else ~mask  # (n, m)
     attn, raw, shown = _as_rows(axis, attn, raw, shown)
     with np.errstate(all="ignore"):
-        usable = shown & np.isfinite(attn) & (attn > 0)  # (n, m)
+        finite = shown & np.isfinite(attn)  # (n, m)
+        top = np.max(np.where(finite, attn, 0.0), axis=-1, keepdims=True)  # (n, 1)
+        # A weight a billionth of its row's largest or less is rounding's, not a score's:
+        # read off it, any one-hot row "fits" a huge factor, which every other weight, 0
+        # within the tolerance, then agrees with.
+        usable = finite & (attn > 1e-9 * top)  # (n, m)
         for row in np.flatnonzero(usable.sum(axis=-1) >= 2):
             keys = np.flatnonzero(usable[row])
             first, other = keys[0], keys[np.argmax(np.abs(raw[row, keys] - raw[row, keys[0]]))]

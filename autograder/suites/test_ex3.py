@@ -98,18 +98,17 @@ SPREAD = 2000.0
 @lru_cache(maxsize=64)
 def spread_inputs(variant):
     """(Q, K, V) of the stability test's third call: its moderate inputs with one more
-    component, `lift` for every query and for two keys (`_spread_keys`), 0 for the others,
-    so that every query's scores on those keys are SPREAD above the rest. Shape
+    component, `lift` for every query, 0 for two keys (`_spread_keys`) and -`lift` for the
+    others, so that every query's scores on those two keys are SPREAD above the rest. Shape
     (s, s + 1) for Q and K: a shape of its own (d_k = d_v + 1, n = m = d_v)."""
     (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each
     size = Q.shape[0]
     keys = list(_spread_keys(size))
     lift = float(np.sqrt(SPREAD * np.sqrt(size + 1)))  # lift**2 / sqrt(d_k) = SPREAD
-    extra_k = np.zeros((size, 1))  # (s, 1)
-    extra_k[keys] = lift
-    K = np.hstack([K, extra_k])  # (s, s + 1)
-    K[keys[1]] = K[keys[0]]  # the same key twice: their weights are equal, in any precision
-    return np.hstack([Q, np.full((size, 1), lift)]), K, V  # (s, s + 1), (s, s + 1), (s, s)
+    extra_k = np.full((size, 1), -lift)  # (s, 1)
+    extra_k[keys] = 0.0
+    return (np.hstack([Q, np.full((size, 1), lift)]),  # (s, s + 1)
+            np.hstack([K, extra_k]), V)  # (s, s + 1), (s, s)
 
 
 def _spread_keys(size: int) -> tuple[int, int]:
@@ -118,23 +117,23 @@ def _spread_keys(size: int) -> tuple[int, int]:
     is not one value row (a key's V, as one raised key made it): a value slip that also
     puts all the weight on one raised key matched that row, passing for the students whose
     numbers let it and failing for the others (K.reshape(d_k, m) for K.T, a quarter of
-    them). The two are the same key (with different values), so attention gives each half
-    the weight, exactly, in float32 too, which no such slip reproduces."""
+    them). The others are lowered rather than these raised: the two keep their moderate
+    scores, which attention weighs as any scores (in float32 too: scores near 2000 would
+    lose the difference between the two to rounding), and no such slip reproduces."""
     return size // 2, size - 1
 
 
 def spread_in_shape(variant):
     """(Q, K, V) of `spread_inputs`' call in the moderate inputs' own shape (s, s): their last
-    component, 0 for all, set to the lift instead of a component added. For code that cannot
+    component, 0 for all, set as `spread_inputs` sets the added one. For code that cannot
     take d_k != m (Q @ K): its stability is judged all the same."""
     (Q, K, V), _ = hidden_inputs(variant)["stability"]  # (s, s) each, last component 0
     size = Q.shape[0]
     lift = float(np.sqrt(SPREAD * np.sqrt(size)))  # lift**2 / sqrt(d_k) = SPREAD
     Q, K = Q.copy(), K.copy()  # (s, s) each
     Q[:, -1] = lift
-    first, second = _spread_keys(size)
-    K[first, -1] = lift
-    K[second] = K[first]  # the same key twice, as in `spread_inputs`
+    K[:, -1] = -lift
+    K[list(_spread_keys(size)), -1] = 0.0  # these two SPREAD above the others
     return Q, K, V
 
 
