@@ -25,7 +25,7 @@ code as escaped text, quotes left as they are (`&#34;` is five bytes for one).
 from __future__ import annotations
 
 import html
-from functools import lru_cache
+from functools import cache
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -66,7 +66,7 @@ class StyledSpansFormatter(HtmlFormatter):
         return super()._get_css_classes(ttype)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _formatter(kind: type[HtmlFormatter], css_class: str) -> HtmlFormatter:
     """One formatter of each kind and class, kept: making one builds its whole stylesheet
     (about half a millisecond), and formatting keeps no state in it."""
