@@ -31,12 +31,12 @@ demo: $(KIT)
 
 test: $(TEST_KIT)
 	sh tests/install_system_packages.sh
-	$(BIN)/ruff check .
-	$(RUN) $(BIN)/python -m pytest -m "not slow"
+	$(BIN)/ruff check --no-cache .
+	$(RUN) $(BIN)/python -m pytest -p no:cacheprovider -m "not slow"
 
 test-slow: $(TEST_KIT)
 	sh tests/install_system_packages.sh
-	$(RUN) $(BIN)/python -m pytest -m slow
+	$(RUN) $(BIN)/python -m pytest -p no:cacheprovider -m slow
 
 test-all: test test-slow
 
