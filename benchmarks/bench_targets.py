@@ -31,6 +31,7 @@ shared, and only ratios of runs interleaved like these compare like with like.
 from __future__ import annotations
 
 import argparse
+import csv
 import resource
 import shutil
 import statistics
@@ -41,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_grade import build_class  # noqa: E402
 from bench_grade import check as check_scores  # noqa: E402
 from runners import REPO, WARM, Runner, UserRunner, load, make_workdir  # noqa: E402
+
+from sdpa_course.reports.records import STOPPED_CODES  # noqa: E402
 
 TARGETS = {40: 20.0, 200: 30.0}  # class size -> the speed-up issue 30 asks for
 
@@ -84,6 +87,24 @@ def bench_check(runner: Runner, runs: int) -> None:
     print(f"  {loads[0]} at the first run, {loads[-1]} at the last")
 
 
+def _makeup(course: Path, expected: dict[str, float]) -> str:
+    """What the class holds, as the kit graded it: how many are the corpus's mistakes (a
+    student is named `s007-<case>`), and how many ran into a limit (a time-out costs the kit
+    its limit's seconds; stock pays its own)."""
+    from autograder.corpus import cases
+
+    mistakes = {case.name for case in cases() if case.kind == "mistake"}
+    wrong = sum(student.split("-", 1)[1] in mistakes for student in expected)
+    stopped: dict[str, set[str]] = {code: set() for code in STOPPED_CODES}
+    with (course / "reports" / "sdpa" / "diagnoses.csv").open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["code"] in stopped:
+                stopped[row["code"]].add(row["student"])
+    limits = ", ".join(f"{len(who)} {code}" for code, who in stopped.items() if who) or "none"
+    return (f"{len(expected)} students, {wrong} of them the corpus's mistakes; stopped at a "
+            f"limit: {limits}")
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -114,11 +135,14 @@ def bench_grade(runner: Runner, students: int, rounds: int, workers: int | None)
             wall = sum(runner.timed(argv, course) for argv in commands)
             cpu[name].append(_children_cpu() - cpu_before)
             check_scores(course, "stock" if name.startswith("stock") else "kit", expected)
+            if round_ == 0 and not name.startswith("stock"):
+                makeup = _makeup(course, expected)
             shutil.rmtree(course)
             times[name].append(wall)
             print(f"  round {round_ + 1}: {name:<36} {wall:7.2f} s, CPU {cpu[name][-1]:7.2f} s"
                   f"  ({before} before)", flush=True)
     kit, stock = (statistics.median(times[name]) for name in sides)
+    print(f"  the class: {makeup}")
     for name in sides:
         median = statistics.median(times[name])
         print(f"  {name:<36} median {median:7.2f} s, {median / students * 1000:5.0f} ms "
