@@ -10,7 +10,9 @@ def softmax(x, axis=-1):
 
     The maximum is subtracted first, so the largest exponent is ``exp(0) = 1`` and scores
     like 1000 do not overflow. An axis whose entries are all ``-inf`` (every key masked out)
-    gives all zeros rather than NaN: no weight at all instead of ``0 / 0``.
+    gives all zeros rather than NaN: no weight at all instead of ``0 / 0``. A NaN or a
+    ``+inf`` in an axis makes that axis all NaN, as PyTorch's softmax does: nothing to
+    weigh is a fact, an undefined score is an error to show, not to hide as zeros.
     """
     x = np.asarray(x)
     x = x.astype(np.result_type(x, 1.0), copy=False)  # integers -> float64; float32 stays
@@ -18,7 +20,8 @@ def softmax(x, axis=-1):
     peak = np.where(peak == -np.inf, 0.0, peak)  # all -inf: shift by 0, since -inf - -inf is NaN
     weights = np.exp(x - peak)  # (..., k, ...), each in [0, 1]
     total = np.sum(weights, axis=axis, keepdims=True)  # (..., 1, ...)
-    return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    # total is 0 (no keys), NaN (a NaN or +inf score) or >= 1: only the first is left as zeros
+    return np.divide(weights, total, out=np.zeros_like(weights), where=total != 0)
 
 
 def softmax_jacobian(x, axis=-1):

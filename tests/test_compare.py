@@ -33,7 +33,8 @@ from autograder.compare import (
     numbers,
     significant_figures,
 )
-from autograder.suites import test_ex1
+from autograder.sandbox import MemoryUse
+from autograder.suites import test_ex1, test_ex4
 from autograder.variants import DEFAULT, Ex1Numbers
 
 
@@ -211,6 +212,12 @@ def test_the_blockwise_memory_limit_is_the_contracts_quarter_of_one_score_matrix
     mib = int(re.search(r"T x T float64 matrix\s+\((\d+) MiB\)", contract)[1])
     assert BLOCKWISE_MEMORY_T == t
     assert BLOCKWISE_MEMORY == t * t * np.dtype(np.float64).itemsize // 4 == mib * 2**20
+    # and the student reads it as the contract writes it, in whole MiB ("8", not "8.0")
+    over = MemoryUse(traced=BLOCKWISE_MEMORY + 1, resident=None)
+    said = (rf"the limit is {mib} MiB, a quarter of one {t} x {t} float64 matrix "
+            rf"\({4 * mib} MiB\)")
+    with pytest.raises(Mismatch, match=said):
+        test_ex4._expect_small(over, f"at T = {t}", "a hint")
 
 
 class _Answers:
@@ -272,6 +279,8 @@ def test_fewer_decimals_is_only_an_answer_written_with_fewer_decimals_than_asked
     assert not fewer_decimals([0.7071], [0.7071])
     assert not fewer_decimals([0.69], [0.7071])  # two decimals, off by more than a unit
     assert not fewer_decimals([0.71], [0.7071, 0.0])  # another shape
+    assert not fewer_decimals([0.71], [0.7071, 0.7071])  # another shape, broadcast: still not
+    assert not fewer_decimals([[0.71], [0.71]], [0.7071, 0.7071])
 
 
 def test_memory_in_a_message_is_mib_rounded_up_to_a_power_of_two():

@@ -994,6 +994,32 @@ def test_a_file_that_grew_past_the_size_limit_while_copied_leaves_nothing(tmp_pa
     source.write_bytes(b"x" * 5000)
     assert submissions._copy_regular(source, target, max_bytes=5000) is True
     assert target.read_bytes() == source.read_bytes()
+    # a read allocates what it asks for: a file of megabytes is copied a MiB at a time
+    read.clear()
+    source.write_bytes(os.urandom(3 * 2**20 + 5))
+    assert submissions._copy_regular(source, target, max_bytes=4 * 2**20) is True
+    assert target.read_bytes() == source.read_bytes() and max(read) <= 2**20
+
+
+def test_a_notebook_over_the_size_limit_is_told_apart_by_its_size_and_time_never_read(
+        tmp_path, monkeypatch):
+    """A resubmission is noticed by the notebook's fingerprint; one over the size limit
+    (failed unread) is fingerprinted by its size and modification time, never its bytes."""
+    from sdpa_course.grading import submissions
+
+    def never(*args):
+        raise AssertionError("a notebook over the size limit was read")
+
+    monkeypatch.setattr(submissions, "read_regular", never)
+    fingerprints = set()
+    for extra in (1, 2):  # sparse: the same zeros up to the limit, then one byte more or two
+        notebook = tmp_path / f"{extra}.ipynb"
+        with notebook.open("wb") as fh:
+            fh.truncate(submissions.MAX_NOTEBOOK_BYTES + extra)
+        said = submissions._fingerprint_bytes(notebook)
+        assert said.startswith(b"<large>")
+        fingerprints.add(said)
+    assert len(fingerprints) == 2
 
 
 def test_work_where_nbgrader_does_not_look_fails_the_student_saying_what_was_found(

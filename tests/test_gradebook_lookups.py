@@ -167,6 +167,23 @@ def _everything_split_lines_touches():
     return nb
 
 
+def test_the_releases_cells_are_read_once_and_answer_every_lookup(course, monkeypatch):
+    """The release's cells come from one read of this notebook's rows; a lookup that had to
+    ask nbgrader (a cell read that missed them, e.g. `Notebook.name != notebook`) is a
+    query per cell again, which the reuse is there to save."""
+    with Gradebook(_url(course)) as plain, shared_gradebook(_url(course)):
+        reused = _as_nbgraders_steps_see_it(_url(course))
+        for lookup in ("find_source_cell", "find_graded_cell"):
+            monkeypatch.setattr(reused._gradebook, lookup, lambda *args: pytest.fail(
+                f"{args} was looked up in the gradebook, not among the release's cells"))
+        notebook = plain.find_notebook(NB, ASSIGNMENT)
+        for cell in notebook.source_cells:
+            assert reused.find_source_cell(cell.name, NB, ASSIGNMENT).source == cell.source
+        for cell in notebook.grade_cells:
+            assert reused.find_graded_cell(cell.name, NB, ASSIGNMENT).max_score \
+                == cell.max_score
+
+
 @pytest.mark.parametrize("make", [answer_key, _everything_split_lines_touches])
 def test_notebook_json_is_nbformats_text_and_leaves_the_notebook_as_it_was(make):
     nb = make()

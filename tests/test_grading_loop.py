@@ -182,6 +182,34 @@ def test_a_written_answer_left_unanswered_is_pending_and_flagged_for_marking(tmp
     assert "ex2_explain (written answer) pending / 2" in page_text(course, "blank")
 
 
+# nbgrader's own add_submission warns so under SQLAlchemy 2 (as `nbgrader autograde` does)
+@pytest.mark.filterwarnings("ignore:Object of type .* not in session")
+def test_marking_a_written_answer_pending_touches_this_assignment_alone(tmp_path):
+    """The same student's written answer in another assignment of the gradebook, with a
+    notebook of the same name and an automatic score, is that assignment's: left as it is."""
+    import nbformat
+
+    course = released_course(tmp_path / "course")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_student("blank")
+        gb.update_or_create_assignment("older")
+        gb.update_or_create_notebook("attention", "older")
+        gb.update_or_create_grade_cell("ex2_explain", "attention", "older", max_score=2,
+                                       cell_type="markdown")
+        gb.add_submission("older", "blank")
+        older = gb.find_grade("ex2_explain", "attention", "older", "blank")
+        older.auto_score, older.needs_manual_grade = 0.0, False
+        gb.db.commit()
+    release = nbformat.read(str(course / "release" / "sdpa" / "attention.ipynb"), as_version=4)
+    submit(course, "blank", release)
+    grade(course)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        ours = gb.find_grade("ex2_explain", "attention", "sdpa", "blank")
+        assert ours.auto_score is None and ours.needs_manual_grade
+        older = gb.find_grade("ex2_explain", "attention", "older", "blank")
+        assert older.auto_score == 0.0 and not older.needs_manual_grade
+
+
 def test_a_second_run_on_the_same_course_stops_before_writing_anything(tmp_path):
     """Two runs at once both wrote the gradebook: one died with SQLAlchemy tracebacks, the
     other recorded a student as failed."""

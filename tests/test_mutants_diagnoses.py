@@ -117,3 +117,24 @@ def test_a_student_process_that_gives_up_while_probed_gets_no_codes_not_a_kit_er
 
     for key in PROBES:
         assert _probe(key, GaveUp()) == set(), key
+
+
+def test_one_answer_kept_and_returned_for_new_inputs_is_stateful_when_some_keys_get_nothing():
+    """ex3.py `_valid`: an answer is an attention result when every query's row of weights
+    has some weight (`axis=-1` -> `~1` summed the keys' columns instead, and an answer
+    kept from the first call and returned for new inputs went unnoticed when a key got no
+    weight: here every query weighs only the first key)."""
+    from autograder.diagnoses import ex3
+    from tests.test_scoring_gaps import Student
+
+    source = """
+KEPT = {}
+def attention(Q, K, V, mask=None):
+    shapes = (Q.shape, K.shape, V.shape)
+    if shapes not in KEPT:  # worked out once for each shape, then returned for any inputs
+        attn = np.zeros((Q.shape[0], K.shape[0]))
+        attn[:, 0] = 1.0
+        KEPT[shapes] = (attn @ V, attn)
+    return KEPT[shapes]
+"""
+    assert "stateful" in ex3.diagnose(Student(source))

@@ -158,3 +158,47 @@ def test_runtime_trees_under_the_roots_tmp_are_bound_back_whole(monkeypatch):
         ("mkdir", "/tmp/venv", 0o755),
         ("mount", f"{isolation.HOLD}/venv", "/tmp/venv", None, tree),
         ("umount", isolation.HOLD)]
+
+
+def test_the_workers_tmp_proc_and_dev_shm_are_mounted_with_their_flags(monkeypatch):
+    """isolation.py isolate_worker: /proc nosuid, nodev, noexec (`MS_NOSUID % MS_NODEV`
+    dropped nodev), /tmp nosuid and nodev, /dev/shm all three; the kernel's calls are
+    recorded rather than made, so this runs anywhere."""
+    kernel = isolation.kernel
+    calls = []
+    monkeypatch.setattr(kernel, "unshare", lambda flags: calls.append(("unshare", flags)))
+    monkeypatch.setattr(kernel, "mount", lambda *args: calls.append(("mount", *args)))
+    monkeypatch.setattr(isolation.os, "mkdir", lambda *args: calls.append(("mkdir", *args)))
+    monkeypatch.setattr(isolation.os, "chown", lambda *args: calls.append(("chown", *args)))
+    isolation.isolate_worker(32, [], 1234)
+    plain = kernel.MS_NOSUID | kernel.MS_NODEV
+    assert calls == [
+        ("unshare", kernel.CLONE_NEWNS | kernel.CLONE_NEWIPC | kernel.CLONE_NEWNET
+         | kernel.CLONE_NEWCGROUP),
+        ("mount", "tmpfs", "/tmp", "tmpfs", plain, "size=32m,mode=1777"),
+        ("mount", "proc", "/proc", "proc", plain | kernel.MS_NOEXEC),
+        ("mount", "tmpfs", "/dev/shm", "tmpfs", plain | kernel.MS_NOEXEC,
+         f"size={isolation.SHM_MB}m,mode=1777"),
+        ("mkdir", isolation.WORKDIR, 0o700),
+        ("chown", isolation.WORKDIR, 1234, 1234)]
+
+
+@pytest.mark.parametrize("code, why", [
+    (errno.EPERM, "unprivileged user namespaces are disabled, or a security policy forbids "
+                  "them"),
+    (errno.ENOSPC, "the limit on user namespaces (user.max_user_namespaces) is 0 or reached"),
+    (errno.EINVAL, "the kernel lacks one of them"),
+    (errno.ENOMEM, os.strerror(errno.ENOMEM)),
+])
+def test_a_refused_zygote_says_why_the_kernel_refused_its_namespaces(monkeypatch, code, why):
+    """isolation.py enter_zygote: each errno of unshare() is said in words (22 -> 23 left
+    EINVAL as "Invalid argument"); any other is the kernel's own text. Recorded, not made."""
+    def refuse(flags):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(isolation.kernel, "LINUX", True)
+    monkeypatch.setattr(isolation.kernel, "unshare", refuse)
+    with pytest.raises(isolation.Unavailable) as refused:
+        isolation.enter_zygote(lambda: pytest.fail("no maps are written for a refused zygote"))
+    assert str(refused.value) == ("the kernel refused new user, mount, PID, IPC and network "
+                                  f"namespaces: {why}")

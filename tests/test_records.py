@@ -8,6 +8,7 @@ a damaged file (that student is simply graded again).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -125,6 +126,20 @@ def test_short_ids_keep_their_plain_record_names_and_long_ones_a_readable_prefix
     assert records.record_path(tmp_path, "b" * 248) != records.record_path(tmp_path, "b" * 247)
     lookalike = "x~" + "0" * 32
     assert records.record_path(tmp_path, lookalike).name != f"{lookalike}.json"
+
+
+def test_a_record_names_length_is_the_file_system_of_its_own_folder(tmp_path, monkeypatch):
+    """The name limit is asked of the folder the records go in once it exists (it may be
+    another file system than the reports' folder: eCryptfs allows 143 bytes), of the
+    reports' folder before. Here the records' folder says 143 bytes, the rest 255."""
+    folder = records.results_dir(tmp_path)
+    monkeypatch.setattr(records.os, "pathconf", lambda path, name: 143 if Path(path) == folder
+                        else 255)
+    student = "c" * 140  # fits 255 with ".json.tmp", not 143
+    assert records.record_path(tmp_path, student).name == f"{student}.json"  # no folder yet
+    folder.mkdir(parents=True)
+    digested = records.record_path(tmp_path, student).name
+    assert digested.startswith("c" * 64 + "~") and len(digested) + len(".tmp") <= 143
 
 
 def test_what_to_check_by_hand_is_read_from_records_old_and_new():

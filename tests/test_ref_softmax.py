@@ -46,6 +46,17 @@ def test_an_axis_of_minus_infinity_gives_zeros_not_nan():
         np.testing.assert_array_equal(softmax(x), [[0.0, 0.0, 0.0], [0.5, 0.0, 0.5]])
 
 
+def test_a_nan_or_plus_infinity_makes_its_axis_nan_not_zeros():
+    x = np.array([[1.0, np.nan, 0.0], [np.inf, 0.0, 0.0], [1.0, 0.0, -np.inf]])
+    with np.errstate(invalid="ignore"):
+        weights = softmax(x)  # (3, 3)
+        columns = softmax(x, axis=0)  # (3, 3)
+    assert np.isnan(weights[:2]).all()
+    np.testing.assert_allclose(weights[2], [0.7310585786300049, 0.2689414213699951, 0.0])
+    assert np.isnan(columns[:, :2]).all()
+    assert not np.isnan(columns[:, 2]).any()
+
+
 def test_an_empty_axis_gives_an_empty_result():
     assert softmax(np.zeros((3, 0))).shape == (3, 0)
 

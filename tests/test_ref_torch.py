@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ref_spec import problems, ref_settings
 
-from sdpa_ref import attention, causal_mask, flash_attention, from_torch_mask, to_torch_mask
+from sdpa_ref import (
+    attention,
+    causal_mask,
+    flash_attention,
+    from_torch_mask,
+    softmax,
+    to_torch_mask,
+)
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -55,6 +62,13 @@ def test_fully_masked_rows_give_zeros_in_torch_as_in_attention():
     want = torch_sdpa(Q, K, V, mask)
     np.testing.assert_array_equal(want[0, 2], 0.0)  # PyTorch's own policy, checked here
     np.testing.assert_allclose(attention(Q, K, V, mask)[0], want, rtol=1e-9, atol=1e-10)
+
+
+def test_a_nan_or_plus_infinity_score_gives_nan_in_torch_as_in_softmax():
+    x = np.array([[1.0, np.nan, 0.0], [np.inf, 0.0, 0.0], [1.0, 0.0, -np.inf]])  # (3, 3)
+    want = torch.softmax(torch.from_numpy(x), dim=-1).numpy()  # (3, 3)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(softmax(x), want, rtol=1e-12, atol=0)  # NaN where torch's
 
 
 def test_causal_mask_is_torchs_tril_of_ones_inverted():

@@ -79,8 +79,8 @@ TARGETS = {t.name: t for t in (
            "compare's mutants against its quick tests alone (no corpus, no engine): a sample "
            "that fits in an hour on a loaded machine; `compare` runs the whole set"),
     Target("diagnoses", ("autograder/diagnoses",),
-           "tests/test_hostile_values.py tests/test_engine_parts.py tests/test_corpus.py "
-           "tests/test_names.py"),
+           "tests/test_mutants_diagnoses.py tests/test_hostile_values.py "
+           "tests/test_engine_parts.py tests/test_corpus.py tests/test_names.py"),
     Target("diagnoses-quick", ("autograder/diagnoses",),
            "tests/test_mutants_diagnoses.py tests/test_names.py tests/test_not_answered.py "
            "tests/test_fair_isolation.py "
@@ -135,9 +135,14 @@ TARGETS = {t.name: t for t in (
                "test_json_of_a_failed_student_has_a_reason_and_no_score",
                "test_a_student_who_edits_graded_cells_to_claim_points_gets_only_what_she_earned",
                "test_a_deep_or_crowded_submission_folder_is_walked_within_bounds",
-           )) + " tests/test_gradebook_lookups.py::test_every_lookup_answers_as_nbgraders_own"
-           " tests/test_gradebook_lookups.py::test_a_step_that_fails_in_the_shared_"
-           "gradebook_is_rolled_back_and_one_that_ends_is_not"),
+               "test_a_file_that_grew_past_the_size_limit_while_copied_leaves_nothing",
+               "test_a_notebook_over_the_size_limit_is_told_apart_by_its_size_and_time_never_"
+               "read",
+           )) + " tests/test_gradebook_lookups.py " + " ".join(
+               f"tests/test_grading_loop.py::{name}" for name in (
+                   "test_a_written_answer_left_unanswered_is_pending_and_flagged_for_marking",
+                   "test_marking_a_written_answer_pending_touches_this_assignment_alone",
+                   "test_a_symlink_in_a_submission_is_never_followed"))),
     Target("records", ("sdpa_course/reports/records.py",),
            "tests/test_records.py tests/test_grade.py -m 'not slow' -k 'test_records or "
            "rerun or interrupted or resubmission or timestamp or json or failed'"),
