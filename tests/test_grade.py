@@ -865,6 +865,20 @@ def test_folder_names_escaped_alike_keep_distinct_ids(tmp_path):
     assert all(s.folder.is_dir() for s in found)
 
 
+def test_files_and_other_assignments_among_the_student_folders_are_passed_over(tmp_path):
+    """A plain file in submitted/ (sorted before the students) and a student of other
+    assignments only are skipped, and the scan goes on to every student after them
+    (`continue` -> `break` lost them all)."""
+    from sdpa_course.grading.submissions import find_submissions
+
+    (tmp_path / "0-notes.txt").write_text("not a student")
+    (tmp_path / "1-other" / "another-assignment").mkdir(parents=True)
+    for student in ("ada", "ben"):
+        (tmp_path / student / "sdpa").mkdir(parents=True)
+    assert [s.student for s in find_submissions(tmp_path, "sdpa", "attention")] == ["ada",
+                                                                                    "ben"]
+
+
 # -- student folders and files nbgrader would choke on ------------------------------------------
 
 LONG_ID = "a" * 250  # 250 bytes: a folder name, but not with `.json.tmp` after it

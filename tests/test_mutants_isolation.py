@@ -6,6 +6,7 @@ graders too, but only as a slow test.)"""
 
 from __future__ import annotations
 
+import ast
 import errno
 import os
 import resource
@@ -105,6 +106,19 @@ def test_a_worker_without_no_new_privs_refuses_to_serve(monkeypatch, no_new_priv
         isolation.check_confined(1234567, spare_uids=True)
 
 
+@pytest.mark.parametrize("ids", ["Uid", "Gid"])
+@pytest.mark.parametrize("seen", ["0\t0\t0\t0", "9999999\t" * 3 + "9999999",
+                                  "1234567\t1234567\t1234567\t0", "1234567"])
+def test_a_worker_under_other_ids_than_the_students_refuses_to_serve(monkeypatch, ids, seen):
+    """isolation.py check_confined: real, effective, saved and file-system ids all the
+    student's (`!=` -> `<` compared the lists as text: ids that sort after the student's,
+    9999999 for 1234567, served)."""
+    monkeypatch.setattr(isolation.seccomp, "available", lambda: True)
+    monkeypatch.setattr(isolation.kernel, "process_status", lambda: _status(**{ids: seen}))
+    with pytest.raises(RuntimeError, match=f"{ids} is {seen}"):
+        isolation.check_confined(1234567, spare_uids=True)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
 def test_the_address_space_the_memory_limit_is_added_to_is_counted_in_bytes():
     """isolation.py address_space_bytes: pages times the page size (`*` -> `^` gave about the
@@ -115,28 +129,73 @@ def test_the_address_space_the_memory_limit_is_added_to_is_counted_in_bytes():
     assert abs(isolation.address_space_bytes() - vm_kib * 1024) <= vm_kib * 1024 // 100
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="sets the limits in a forked child")
-def test_the_cpu_limit_leaves_a_second_between_sigxcpu_and_sigkill():
-    """isolation.py apply_limits, in a child of this process: RLIMIT_CPU's hard limit a
-    second above the soft one (`+ 1` -> `* 1` killed at once, without the SIGXCPU a handler
-    may catch; `| 1` did so for an odd limit), the file size cap in MiB, no core files."""
-    limits = {"cpu_seconds": 7, "memory_mb": 256, "processes": 64, "open_files": 128,
-              "disk_mb": 3}
+LIMITS = {"cpu_seconds": 7, "memory_mb": 256, "processes": 64, "open_files": 128,
+          "disk_mb": 3}
+
+
+def _limited_child(baseline_bytes: int, mode: str, *which: int) -> list:
+    """The limits `which` (getrlimit's pairs) of a child of this process once it applied
+    LIMITS with `baseline_bytes` in `mode`."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: limit itself, say what it got, go
         try:
-            isolation.apply_limits(limits, 0, isolation.NAMESPACES)
-            got = [resource.getrlimit(which) for which in (
-                resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)]
-            os.write(write, repr(got).encode())
+            isolation.apply_limits(LIMITS, baseline_bytes, mode)
+            os.write(write, repr([resource.getrlimit(limit) for limit in which]).encode())
         finally:
             os._exit(0)
     os.close(write)
     with os.fdopen(read) as answer:
         got = answer.read()
     os.waitpid(pid, 0)
-    assert got == repr([(7, 8), (3 * MiB, 3 * MiB), (0, 0)])
+    return [tuple(pair) for pair in ast.literal_eval(got)]
+
+
+def _within_hard(limit: int, value: int) -> tuple[int, int]:
+    """(value, value), or this process's hard limit where that is lower (a limit never rises)."""
+    hard = resource.getrlimit(limit)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    return value, value
+
+
+forking = pytest.mark.skipif(not hasattr(os, "fork"), reason="sets the limits in a forked child")
+
+
+@forking
+def test_the_cpu_limit_leaves_a_second_between_sigxcpu_and_sigkill():
+    """isolation.py apply_limits, in a child of this process: RLIMIT_CPU's hard limit a
+    second above the soft one (`+ 1` -> `* 1` killed at once, without the SIGXCPU a handler
+    may catch; `| 1` did so for an odd limit), the file size cap in MiB, no core files."""
+    got = _limited_child(0, isolation.NAMESPACES,
+                         resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)
+    assert got == [(7, 8), (3 * MiB, 3 * MiB), (0, 0)]
+
+
+@forking
+def test_the_memory_limit_is_added_to_the_address_space_the_worker_starts_with():
+    """isolation.py apply_limits: RLIMIT_AS is the runtime's own address space plus
+    `memory_mb` (`if baseline_bytes` -> `if not` left a measured worker unlimited), none
+    where the space could not be measured (0: the limit would be `memory_mb` in all)."""
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    baseline = 700 * MiB
+    assert _limited_child(baseline, isolation.NAMESPACES, resource.RLIMIT_AS) == [
+        _within_hard(resource.RLIMIT_AS, baseline + 256 * MiB)]
+    assert _limited_child(0, isolation.NAMESPACES, resource.RLIMIT_AS) == [before]
+
+
+@forking
+def test_without_isolation_the_process_limit_counts_what_the_graders_uid_already_runs():
+    """isolation.py apply_limits: in the unsafe mode the worker runs as the grader's own uid,
+    whose processes RLIMIT_NPROC counts, so the limit is `processes` more than it runs
+    (`== UNSAFE_NONE` -> `<` left `processes` in all: no fork for a grader running many);
+    with namespaces the uid is the student's own, `processes` alone. Open files as given."""
+    unsafe, files = _limited_child(0, isolation.UNSAFE_NONE, resource.RLIMIT_NPROC,
+                                   resource.RLIMIT_NOFILE)
+    isolated, _ = _limited_child(0, isolation.NAMESPACES, resource.RLIMIT_NPROC,
+                                 resource.RLIMIT_NOFILE)
+    assert isolated == _within_hard(resource.RLIMIT_NPROC, 64)
+    assert files == _within_hard(resource.RLIMIT_NOFILE, 128)
+    assert unsafe[0] == unsafe[1] > isolated[0]  # this test's process at least is the uid's
 
 
 def test_runtime_trees_under_the_roots_tmp_are_bound_back_whole(monkeypatch):

@@ -138,6 +138,7 @@ TARGETS = {t.name: t for t in (
                "test_a_file_that_grew_past_the_size_limit_while_copied_leaves_nothing",
                "test_a_notebook_over_the_size_limit_is_told_apart_by_its_size_and_time_never_"
                "read",
+               "test_files_and_other_assignments_among_the_student_folders_are_passed_over",
            )) + " tests/test_gradebook_lookups.py " + " ".join(
                f"tests/test_grading_loop.py::{name}" for name in (
                    "test_a_written_answer_left_unanswered_is_pending_and_flagged_for_marking",
