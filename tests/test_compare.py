@@ -283,6 +283,18 @@ def test_fewer_decimals_is_only_an_answer_written_with_fewer_decimals_than_asked
     assert not fewer_decimals([[0.71], [0.71]], [0.7071, 0.7071])
 
 
+def test_fewer_figures_is_only_a_number_written_with_fewer_significant_figures_than_asked():
+    from autograder.compare import fewer_figures
+
+    assert fewer_figures(0.73, 0.7312) and fewer_figures(0.00034, 0.0003352)  # rounded
+    assert fewer_figures(0.73, 0.7399)  # cut, within one unit of the second figure
+    assert fewer_figures(-0.73, -0.7312)  # a negative one alike
+    assert not fewer_figures(0.731, 0.7312)  # three figures: as asked, just wrong
+    assert not fewer_figures(0.71, 0.7312)  # two figures, off by more than a unit
+    assert not fewer_figures(0.0, 0.0)  # a zero has no figures to count: right, not fewer
+    assert not fewer_figures(float("nan"), 0.73) and not fewer_figures(0.73, float("inf"))
+
+
 def test_memory_in_a_message_is_mib_rounded_up_to_a_power_of_two():
     """`mib_seen`: whole MiB, rounded up (a byte over is the next MiB), at least 1, then up
     to the next power of two, so that a call cannot spell a number in the size it allocates
