@@ -31,7 +31,7 @@ from autograder.variants.keys import inputs_seed
 from autograder.variants.numbers import LESSON_EX1, LESSON_EX2, student_numbers
 from sdpa_course.assignment import NUMBERS_CELL
 from tests.corpus_exec import InProcessStudent, run_case
-from tests.variant_sample import SEED, in_notebook, released_numbers_cell
+from tests.variant_sample import SEED, in_notebook, quick_first, released_numbers_cell
 
 REPO = Path(__file__).resolve().parents[1]
 CLASS = [f"student{i:03d}" for i in range(200)]
@@ -510,7 +510,7 @@ def _grade_ex12(case, variant) -> dict[str, tuple]:
             for ex in ("ex1", "ex2")}
 
 
-@pytest.mark.parametrize("student", ["default", *MANY])
+@pytest.mark.parametrize("student", quick_first(["default", *MANY], 21))
 def test_every_correct_and_mistaken_answer_grades_the_same_on_every_variant(student):
     """Every correct style earns every point of exercises 1 and 2 (the variant's answer key
     among them), and every catalogued mistake loses exactly its tests, with its diagnosis."""
@@ -549,7 +549,7 @@ CHECK_AND_EX4_CASES = [c.name for c in cases() if c.kind == "correct" or (
     c.kind == "mistake" and c.name.startswith(("ex3-check-", "ex4-")))]
 
 
-@pytest.mark.parametrize("student", ["default", *MANY[:40]])
+@pytest.mark.parametrize("student", quick_first(["default", *MANY[:40]], 21))
 def test_right_checks_and_blockwise_earn_full_marks_and_wrong_ones_lose_theirs(student):
     """On every student's own matrices and inputs: each correct style (the answer key among
     them) passes both checks and exercise 4; `== 1`, a tolerance tighter than float32, the
@@ -572,8 +572,7 @@ EX3_VALUES_AND_PROPERTIES = tuple(t for t in collect() if t.exercise == "ex3" an
 IN_SANDBOX_ONLY = {"ex3-mutates-input", "ex3-masked-array"}  # their inputs, as the sandbox's
 
 
-@pytest.mark.parametrize("student", [
-    pytest.param(s, marks=[pytest.mark.slow] if i >= 8 else []) for i, s in enumerate(MANY)])
+@pytest.mark.parametrize("student", quick_first(MANY, 5))
 def test_every_ex3_answer_loses_the_same_tests_on_every_variant(student):
     """Each correct style passes every test of exercise 3 and each mistake fails exactly its
     own, on every student's numbers and shapes: a test whose verdict on one slip depends on

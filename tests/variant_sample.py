@@ -4,13 +4,16 @@
 2) beside the default variant, and `SLOW` (three more: d_k = 4 and gap 7, gaps 8 and 7, marked
 `slow`: `make test-slow`, which `.ci/run` runs). `in_notebook` gives the namespace a
 notebook's setup and *Your numbers* cells build for a variant, as a released notebook of this
-course builds it for that student.
+course builds it for that student. `quick_first` splits a long sweep of students the same way:
+its first few in `make test`, the rest marked `slow`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+
+import pytest
 
 from autograder.variants import DEFAULT, Variant, numbers_key, variant_for
 from sdpa_course.assignment import ASSIGNMENT, NUMBERS_CELL
@@ -19,6 +22,15 @@ from sdpa_course.nbgrader_ext.variants import COURSE_LINE, course_line
 SEED = "5eed" * 16
 QUICK = ("max",)
 SLOW = ("ada", "ned", "ora")
+
+
+def quick_first(values, quick: int, ids=None) -> list:
+    """`values` as pytest parameters: the first `quick` run in `make test`, the others only
+    in `make test-slow` (which `.ci/run` runs too), so a sweep over many students keeps the
+    quick suite quick and still runs whole in CI."""
+    ids = list(ids) if ids is not None else [None] * len(values)
+    return [pytest.param(value, id=name, marks=[pytest.mark.slow] if i >= quick else [])
+            for i, (value, name) in enumerate(zip(values, ids, strict=True))]
 
 
 def variant(student: str) -> Variant:
