@@ -32,6 +32,7 @@ export DEBIAN_FRONTEND=noninteractive
 if timeout 900 apt-get update -qq >"$log" 2>&1 &&
     timeout 900 apt-get install -y -qq --no-install-recommends $missing >>"$log" 2>&1; then
     echo "test set-up: installed$missing"
+    rm -f "$log"  # kept only when it has something to say
 else
     echo "test set-up: could not install$missing (see $log); $give_up" >&2
     [ "$status" = 1 ] && tail -n 20 "$log" >&2

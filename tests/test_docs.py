@@ -135,6 +135,28 @@ def test_the_system_package_script_fails_only_where_everything_is_required(
     assert ("SDPA_REQUIRE_ALL=1" in done.stderr) == (status == 1)
 
 
+@pytest.mark.parametrize("apt_status", [0, 100])
+def test_the_system_package_script_keeps_its_log_only_when_the_install_failed(
+        tmp_path, apt_status):
+    # root with an apt-get that succeeds or fails, on a machine that lacks chromium
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ls", "timeout", "rm"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    for tool, body in (("id", "echo 0"), ("apt-get", f"exit {apt_status}")):
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": str(bin_dir), "SDPA_REQUIRE_ALL": "", "TMPDIR": str(tmp_path)}
+    done = subprocess.run(["/bin/sh", str(ROOT / "tests" / "install_system_packages.sh")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    log = tmp_path / "sdpa-test-apt.log"
+    assert done.returncode == 0, done.stderr
+    if apt_status == 0:
+        assert "installed" in done.stdout and not log.exists()
+    else:
+        assert f"see {log}" in done.stderr and log.exists()
+
+
 @pytest.mark.parametrize("require_all, outcome", [("", "skip"), ("1", "fail")])
 def test_a_missing_component_skips_except_where_everything_is_required(
         monkeypatch, require_all, outcome):
